@@ -1,0 +1,42 @@
+"""Keep every LiteLLM-routed model's reasoning right across requests.
+
+    import litellm
+    from litellm_reasoning import ReasoningCallback
+    litellm.callbacks = [ReasoningCallback()]
+
+Importing the package has no side effects and does not import LiteLLM; `callback` (the ready
+instance the proxy's `litellm_settings: callbacks: litellm_reasoning.callback` loads) is created
+on first access.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .policy import TurnPolicy
+from .types import Reasoning, ReasoningPart
+
+if TYPE_CHECKING:
+    from .callback import ReasoningCallback
+
+__version__ = "0.1.0"
+
+_callback_instance: ReasoningCallback | None = None
+
+
+def __getattr__(name: str) -> Any:
+    global _callback_instance
+    if name == "ReasoningCallback":
+        from .callback import ReasoningCallback
+
+        return ReasoningCallback
+    if name == "callback":
+        if _callback_instance is None:
+            from .settings import callback_from_environment
+
+            _callback_instance = callback_from_environment()
+        return _callback_instance
+    raise AttributeError(f"module 'litellm_reasoning' has no attribute {name!r}")
+
+
+__all__ = ["Reasoning", "ReasoningCallback", "ReasoningPart", "TurnPolicy", "__version__"]

@@ -1,0 +1,434 @@
+"""`ReasoningCallback`: the LiteLLM custom callback, and the only module that touches LiteLLM.
+
+Where it acts (measured on LiteLLM 1.106.12 and 1.110.2):
+
+* async SDK, Router and proxy: `async_pre_call_deployment_hook` rewrites `messages` after
+  routing, on every attempt, so retries and fallbacks are rendered for the deployment they hit;
+* sync `completion` / `Router.completion` have no pre-call hook that can rewrite messages, so
+  `log_pre_api_call` rewrites the provider body LiteLLM is about to send (the same dict it then
+  serialises). This also covers async calls whose `messages` were passed positionally;
+* capture: non-streaming async replies in `async_post_call_success_deployment_hook`, before the
+  caller gets them; streams and sync replies from the assembled reply in the success events. Those
+  run after the caller has the reply, so the next request of the same conversation waits briefly
+  for an open capture (see `_pending`).
+
+Fail-open: every hook catches everything, logs one warning per kind of failure and per minute,
+and lets the request through with only `turn` removed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from litellm import get_llm_provider
+from litellm.integrations.custom_logger import CustomLogger
+
+from . import identity
+from ._pending import PendingCaptures, await_all, wait_all
+from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
+from .extract import reasoning_from_message
+from .policy import TurnPolicy
+from .render import Rendered, plan, render
+from .stores import MemoryStore, ReasoningStore, store_from_url
+from .targets import Target, parse_overrides, resolve_target
+from .turns import TURN_KEY
+from .types import Reasoning
+
+logger = logging.getLogger("litellm_reasoning")
+
+_COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
+_REDACTED = "redacted-by-litellm"
+
+
+@dataclass(slots=True)
+class _Call:
+    """What a call's capture needs from its request."""
+
+    scope: str
+    digest: str
+    provider: str | None
+    model: str | None
+
+
+def _call_type_name(call_type: Any) -> str:
+    return str(getattr(call_type, "value", call_type) or "")
+
+
+def _as_dict(obj: Any) -> dict[str, Any] | None:
+    if isinstance(obj, dict):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        result = dump()
+        return result if isinstance(result, dict) else None
+    return None
+
+
+def _without_turn(messages: Sequence[Any]) -> list[Any]:
+    return [
+        {k: v for k, v in m.items() if k != TURN_KEY} if isinstance(m, dict) and TURN_KEY in m else m
+        for m in messages
+    ]
+
+
+class ReasoningCallback(CustomLogger):
+    """Keeps every LiteLLM-routed model's reasoning right across requests.
+
+    Args:
+        store: a `ReasoningStore`, or a URL (`memory://`). Default: an in-memory store.
+        namespace: tenant scope for SDK use; a call can set its own with
+            `metadata={"reasoning_namespace": ...}`. The proxy adds key, team and end user.
+        dialects: `{model pattern: dialect name}` overrides (fnmatch on the model, the
+            `provider/model` name or the Router model group).
+        policies: `{model pattern: turn policy}` overrides (`current_turn`, `all_turns`,
+            `tool_calls_all_turns`, `none`).
+        capture_wait_seconds: how long a request waits for the capture of the reply it continues
+            when that capture is still running (streams, sync calls).
+    """
+
+    def __init__(
+        self,
+        store: ReasoningStore | str | None = None,
+        *,
+        namespace: str = "default",
+        dialects: Mapping[str, str] | None = None,
+        policies: Mapping[str, str] | None = None,
+        capture_wait_seconds: float = 2.0,
+        max_tracked_calls: int = 10_000,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.store: ReasoningStore = (
+            store_from_url(store) if isinstance(store, str) else store or MemoryStore()
+        )
+        self.namespace = namespace
+        self.overrides = [
+            *parse_overrides(dialects, kind="dialect"),
+            *parse_overrides(policies, kind="policy"),
+        ]
+        self.capture_wait_seconds = capture_wait_seconds
+        self.stats: Counter[str] = Counter()
+        """Counts of what the callback did: restored, stripped, captured, missing, waited, errors."""
+        self._max_tracked_calls = max_tracked_calls
+        self._calls: OrderedDict[str, _Call] = OrderedDict()
+        self._rendered: OrderedDict[str, None] = OrderedDict()
+        self._captured: OrderedDict[str, None] = OrderedDict()
+        self._pending = PendingCaptures()
+        self._lock = threading.Lock()
+        self._warned: dict[str, float] = {}
+
+    # ------------------------------------------------------------------ failure reporting
+
+    def _fail(self, where: str, exc: BaseException) -> None:
+        self.stats["errors"] += 1
+        now = time.monotonic()
+        if now - self._warned.get(where, -1e9) >= 60.0:
+            self._warned[where] = now
+            logger.warning(
+                "litellm-reasoning: %s failed (%s: %s); the request goes through unchanged "
+                "except for `turn`",
+                where,
+                type(exc).__name__,
+                exc,
+            )
+        else:
+            logger.debug("litellm-reasoning: %s failed again", where, exc_info=exc)
+
+    # ------------------------------------------------------------------ request side
+
+    def _scope(self, kwargs: Mapping[str, Any]) -> str:
+        metadata: dict[str, Any] = {}
+        params = kwargs.get("litellm_params")
+        for source in (
+            params.get("metadata") if isinstance(params, dict) else None,
+            kwargs.get("litellm_metadata"),
+            kwargs.get("metadata"),
+        ):
+            if isinstance(source, dict):
+                metadata.update(source)
+        parts = {
+            "ns": metadata.get("reasoning_namespace") or self.namespace,
+            "key": metadata.get("user_api_key_hash"),
+            "team": metadata.get("user_api_key_team_id"),
+            "user": metadata.get("user_api_key_end_user_id") or kwargs.get("user"),
+        }
+        return "|".join(f"{name}={value}" for name, value in parts.items() if value)
+
+    def _target(self, kwargs: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Target, str | None, str]:
+        params = kwargs.get("litellm_params")
+        params = params if isinstance(params, dict) else {}
+        model = str(kwargs.get("model") or "")
+        api_base = kwargs.get("api_base") or params.get("api_base")
+        provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
+        bare_model = model
+        try:
+            bare_model, provider, _, _ = get_llm_provider(
+                model=model, custom_llm_provider=provider, api_base=api_base
+            )
+        except Exception:  # an unknown provider string: keep what we have
+            pass
+        names = [f"{provider}/{bare_model}", model]
+        metadata = kwargs.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("model_group"):
+            names.append(str(metadata["model_group"]))
+        target = resolve_target(
+            provider,
+            bare_model,
+            api_base,
+            has_tools=bool(kwargs.get("tools") or (kwargs.get("optional_params") or {}).get("tools")),
+            names=names,
+            overrides=self.overrides,
+        )
+        return target, provider, bare_model
+
+    def _lookup_keys(
+        self, scope: str, messages: Sequence[Any], indices: list[int]
+    ) -> tuple[dict[int, str], list[str]]:
+        digests = identity.prefix_digests(messages)
+        keys = {i: identity.message_key(scope, messages[i], digests[i]) for i in indices}
+        before = [digests[i - 1] if i > 0 else identity.conversation_digest([]) for i in indices]
+        return keys, before
+
+    def _begin(self, kwargs: Mapping[str, Any], scope: str, messages: Sequence[Any], provider: str | None, model: str | None) -> None:
+        call_id = kwargs.get("litellm_call_id")
+        if not isinstance(call_id, str):
+            return
+        digest = identity.conversation_digest(messages)
+        with self._lock:
+            self._calls[call_id] = _Call(scope, digest, provider, model)
+            self._rendered[call_id] = None
+            for table in (self._calls, self._rendered):
+                while len(table) > self._max_tracked_calls:
+                    table.popitem(last=False)  # type: ignore[attr-defined]
+        self._pending.open(call_id, scope, digest)
+
+    def _finish(self, rendered: Rendered, target: Target) -> None:
+        self.stats["restored"] += len(rendered.restored)
+        self.stats["stripped"] += len(rendered.stripped)
+        self.stats["missing"] += len(rendered.missing)
+        if rendered.restored or rendered.stripped or rendered.missing:
+            logger.debug(
+                "litellm-reasoning: dialect=%s policy=%s kept=%s restored=%s stripped=%s missing=%s",
+                target.dialect,
+                target.policy.value,
+                rendered.kept,
+                rendered.restored,
+                rendered.stripped,
+                rendered.missing,
+            )
+
+    def _pending_events(self, scope: str, befores: list[str], missing: list[int], indices: list[int]) -> list[threading.Event]:
+        events = []
+        for index, before in zip(indices, befores):
+            if index in missing:
+                event = self._pending.pending(scope, before)
+                if event is not None and not event.is_set():
+                    events.append(event)
+        return events
+
+    async def _arender(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Rendered:
+        target, provider, model = self._target(kwargs, messages)
+        scope = self._scope(kwargs)
+        dialect = get_dialect(target.dialect)
+        wanted = plan(messages, dialect, target.policy)
+        stored: dict[int, Reasoning] = {}
+        if wanted:
+            keys, befores = self._lookup_keys(scope, messages, wanted)
+            found = await self.store.aget_many(scope, list(keys.values()))
+            missing = [i for i in wanted if keys[i] not in found]
+            events = self._pending_events(scope, befores, missing, wanted)
+            if events:
+                self.stats["waited"] += 1
+                await await_all(events, self.capture_wait_seconds)
+                found.update(await self.store.aget_many(scope, [keys[i] for i in missing]))
+            stored = {i: found[keys[i]] for i in wanted if keys[i] in found}
+        rendered = render(messages, dialect, target.policy, stored)
+        self._begin(kwargs, scope, messages, provider, model)
+        self._finish(rendered, target)
+        return rendered
+
+    def _render_sync(self, kwargs: Mapping[str, Any], messages: list[Any]) -> tuple[Rendered, Target]:
+        target, provider, model = self._target(kwargs, messages)
+        scope = self._scope(kwargs)
+        dialect = get_dialect(target.dialect)
+        wanted = plan(messages, dialect, target.policy)
+        stored: dict[int, Reasoning] = {}
+        if wanted:
+            keys, befores = self._lookup_keys(scope, messages, wanted)
+            found = self.store.get_many(scope, list(keys.values()))
+            missing = [i for i in wanted if keys[i] not in found]
+            events = self._pending_events(scope, befores, missing, wanted)
+            if events:
+                self.stats["waited"] += 1
+                wait_all(events, self.capture_wait_seconds)
+                found.update(self.store.get_many(scope, [keys[i] for i in missing]))
+            stored = {i: found[keys[i]] for i in wanted if keys[i] in found}
+        rendered = render(messages, dialect, target.policy, stored)
+        self._begin(kwargs, scope, messages, provider, model)
+        self._finish(rendered, target)
+        return rendered, target
+
+    async def async_pre_call_deployment_hook(
+        self, kwargs: dict[str, Any], call_type: Any
+    ) -> dict[str, Any] | None:
+        messages = kwargs.get("messages")
+        if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(messages, list):
+            return None
+        try:
+            rendered = await self._arender(kwargs, messages)
+            kwargs["messages"] = rendered.messages
+        except Exception as exc:
+            self._fail("rendering the request", exc)
+            kwargs["messages"] = _without_turn(messages)
+        return kwargs
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+        """Sync calls (and positional-`messages` async calls): rewrite the provider body."""
+        try:
+            call_id = kwargs.get("litellm_call_id")
+            with self._lock:
+                if call_id in self._rendered:
+                    return
+            body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
+            if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
+                return
+            wire = body["messages"]
+            try:
+                if not isinstance(messages, list):
+                    raise TypeError("no messages to render")
+                rendered, target = self._render_sync(kwargs, messages)
+            except Exception as exc:
+                self._fail("rendering the request", exc)
+                body["messages"] = _without_turn(wire)
+                return
+            if get_dialect(target.dialect).passthrough or len(wire) != len(rendered.messages):
+                # Not an OpenAI-shaped body we can patch field by field: only drop `turn`.
+                body["messages"] = _without_turn(wire)
+                return
+            body["messages"] = [
+                _patch_wire_message(sent, want) for sent, want in zip(wire, rendered.messages)
+            ]
+        except Exception as exc:
+            self._fail("rewriting the provider body", exc)
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
+    ) -> dict[str, Any] | None:
+        """Proxy, before routing. Chat calls are rendered after routing (the deployment hook);
+        other endpoints get the turn rule's one hard guarantee: `turn` never reaches them."""
+        try:
+            if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
+                return None
+            for field in ("messages", "input"):
+                value = data.get(field)
+                if isinstance(value, list):
+                    data[field] = _without_turn(value)
+        except Exception as exc:
+            self._fail("the proxy pre-call hook", exc)
+        return data
+
+    # ------------------------------------------------------------------ capture side
+
+    def _capture(self, call_id: Any, response: Any) -> None:
+        if not isinstance(call_id, str):
+            return
+        try:
+            with self._lock:
+                call = self._calls.get(call_id)
+                if call is None or call_id in self._captured:
+                    return
+                self._captured[call_id] = None
+                while len(self._captured) > self._max_tracked_calls:
+                    self._captured.popitem(last=False)
+            records = self._records(call, response)
+            if records:
+                self.store.put_many(call.scope, records)
+                self.stats["captured"] += len(records)
+        except Exception as exc:
+            self._fail("capturing the reply's reasoning", exc)
+        finally:
+            self._pending.close(call_id)
+
+    async def _acapture(self, call_id: Any, response: Any) -> None:
+        if not isinstance(call_id, str):
+            return
+        try:
+            with self._lock:
+                call = self._calls.get(call_id)
+                if call is None or call_id in self._captured:
+                    return
+                self._captured[call_id] = None
+                while len(self._captured) > self._max_tracked_calls:
+                    self._captured.popitem(last=False)
+            records = self._records(call, response)
+            if records:
+                await self.store.aput_many(call.scope, records)
+                self.stats["captured"] += len(records)
+        except Exception as exc:
+            self._fail("capturing the reply's reasoning", exc)
+        finally:
+            self._pending.close(call_id)
+
+    def _records(self, call: _Call, response: Any) -> dict[str, Reasoning]:
+        records: dict[str, Reasoning] = {}
+        for choice in getattr(response, "choices", None) or ():
+            message = _as_dict(getattr(choice, "message", None))
+            if message is None:
+                continue
+            reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
+            if reasoning is None or reasoning.is_empty:
+                continue
+            if reasoning.text == _REDACTED:
+                self._fail(
+                    "capture",
+                    RuntimeError("LiteLLM redacted the reply (turn_off_message_logging)"),
+                )
+                continue
+            message.setdefault("role", "assistant")
+            digest = identity.extend_digest(call.digest, message)
+            records[identity.message_key(call.scope, message, digest)] = reasoning
+        return records
+
+    async def async_post_call_success_deployment_hook(
+        self, request_data: dict[str, Any], response: Any, call_type: Any
+    ) -> Any:
+        if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
+            await self._acapture(request_data.get("litellm_call_id"), response)
+        return None
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        if isinstance(kwargs, dict):
+            await self._acapture(kwargs.get("litellm_call_id"), response_obj)
+
+    def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        if isinstance(kwargs, dict):
+            self._capture(kwargs.get("litellm_call_id"), response_obj)
+
+    async def async_log_failure_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        self.log_failure_event(kwargs, response_obj, start_time, end_time)
+
+    def log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+        if isinstance(kwargs, dict) and isinstance(kwargs.get("litellm_call_id"), str):
+            self._pending.close(kwargs["litellm_call_id"])
+
+
+def _patch_wire_message(sent: Any, want: Any) -> Any:
+    """`sent` (LiteLLM's translated message) carrying exactly `want`'s reasoning, without `turn`."""
+    if not isinstance(sent, dict) or not isinstance(want, dict):
+        return sent
+    out = strip_reasoning({k: v for k, v in sent.items() if k != TURN_KEY})
+    out.update({key: want[key] for key in REASONING_KEYS if key in want})
+    return out
+
+
+__all__ = ["ReasoningCallback", "TurnPolicy"]

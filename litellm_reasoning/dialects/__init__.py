@@ -1,0 +1,32 @@
+"""Dialects by name: how a target wants reasoning on the messages it is sent."""
+
+from __future__ import annotations
+
+from ._base import REASONING_KEYS, Dialect, strip_reasoning
+from .no_reasoning import NoReasoningDialect, PassthroughDialect
+from .openai_chat import ReasoningContentDialect, ReasoningFieldDialect
+
+_DIALECTS: dict[str, Dialect] = {
+    dialect.name: dialect
+    for dialect in (
+        ReasoningContentDialect(),
+        ReasoningFieldDialect(),
+        NoReasoningDialect(),
+        PassthroughDialect(),
+    )
+}
+
+
+def get_dialect(name: str) -> Dialect:
+    """The dialect called `name`; a clear error lists the known ones."""
+    try:
+        return _DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(_DIALECTS))}") from None
+
+
+def dialect_names() -> list[str]:
+    return sorted(_DIALECTS)
+
+
+__all__ = ["REASONING_KEYS", "Dialect", "dialect_names", "get_dialect", "strip_reasoning"]

@@ -1,0 +1,113 @@
+"""Which stored record belongs to which assistant message.
+
+A message is identified by what a client that dropped its reasoning still sends back:
+role, text content and tool calls. Reasoning fields, the `turn` flag and LiteLLM extras are
+ignored, so the same message hashes the same whether or not its reasoning is attached.
+
+Two keys, never guesses:
+* an assistant message with tool calls is keyed by its tool-call ids (random per reply) together
+  with their function names and its text, independent of the history before it, so edits to
+  earlier history (a refreshed system prompt) do not lose it;
+* any other message is keyed by its place in the conversation: a chained digest of every message
+  up to and including it.
+Both are hashed with the tenant scope, so one tenant's key can never name another's record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from .extract import BLOCK_TYPES
+
+_EMPTY = hashlib.blake2b(b"litellm-reasoning/v1", digest_size=16).hexdigest()
+
+
+def _content_parts(content: Any) -> list[Any]:
+    if content is None or content == "":
+        return []
+    if isinstance(content, str):
+        return [content]
+    if isinstance(content, list):
+        parts: list[Any] = []
+        for part in content:
+            if isinstance(part, dict):
+                kind = part.get("type")
+                if kind in BLOCK_TYPES:
+                    continue  # reasoning, not content
+                if kind == "text":
+                    parts.append(str(part.get("text", "")))
+                    continue
+                parts.append({k: v for k, v in part.items() if k != "cache_control"})
+            else:
+                parts.append(part)
+        # "abc" and [{"type": "text", "text": "abc"}] are the same message to a provider
+        return ["".join(parts)] if all(isinstance(p, str) for p in parts) and parts else parts
+    return [content]
+
+
+def _tool_calls(message: dict[str, Any]) -> list[list[str]]:
+    calls = message.get("tool_calls")
+    if not isinstance(calls, list):
+        return []
+    out: list[list[str]] = []
+    for call in calls:
+        if not isinstance(call, dict):
+            continue
+        function = call.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        out.append([str(call.get("id") or ""), str(name or "")])
+    return out
+
+
+def canonical(message: Any) -> bytes:
+    """The bytes that identify `message`."""
+    if not isinstance(message, dict):
+        return json.dumps(["?", repr(type(message))]).encode()
+    shape = [
+        str(message.get("role") or ""),
+        _content_parts(message.get("content")),
+        _tool_calls(message),
+        str(message.get("tool_call_id") or ""),
+    ]
+    return json.dumps(shape, ensure_ascii=False, separators=(",", ":"), default=repr).encode()
+
+
+def _chain(previous: str, message: Any) -> str:
+    return hashlib.blake2b(previous.encode() + canonical(message), digest_size=16).hexdigest()
+
+
+def prefix_digests(messages: Sequence[Any]) -> list[str]:
+    """`out[i]` identifies the conversation up to and including `messages[i]`."""
+    out: list[str] = []
+    previous = _EMPTY
+    for message in messages:
+        previous = _chain(previous, message)
+        out.append(previous)
+    return out
+
+
+def conversation_digest(messages: Sequence[Any]) -> str:
+    """Identifies the whole of `messages` (the state a reply answers)."""
+    return prefix_digests(messages)[-1] if messages else _EMPTY
+
+
+def extend_digest(digest: str, message: Any) -> str:
+    """The digest of a conversation `digest` followed by `message`."""
+    return _chain(digest, message)
+
+
+def _has_tool_call_ids(message: dict[str, Any]) -> bool:
+    calls = _tool_calls(message)
+    return bool(calls) and all(call_id for call_id, _ in calls)
+
+
+def message_key(scope: str, message: dict[str, Any], digest_through_message: str) -> str:
+    """The store key of an assistant message (see the module docstring)."""
+    if _has_tool_call_ids(message):
+        material = b"tc\x00" + scope.encode() + b"\x00" + canonical(message)
+    else:
+        material = b"pos\x00" + scope.encode() + b"\x00" + digest_through_message.encode()
+    return hashlib.blake2b(material, digest_size=20).hexdigest()

@@ -1,0 +1,149 @@
+"""Which dialect and turn policy a deployment gets, from the provider LiteLLM resolved.
+
+The table is data: one row per LiteLLM provider this package has verified rules for. A provider
+that is not listed is passed through untouched (only `turn` is removed), so adding the callback
+never changes what an unknown target receives. Sources: shared notes on provider rules.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from urllib.parse import urlparse
+
+from .dialects import get_dialect
+from .policy import TurnPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one request's deployment gets."""
+
+    dialect: str
+    policy: TurnPolicy
+    why: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRule:
+    provider: str
+    dialect: str
+    policy: TurnPolicy
+    why: str
+    policy_with_tools: TurnPolicy | None = None
+    """A different policy when the request carries `tools`."""
+
+
+PROVIDER_RULES: tuple[ProviderRule, ...] = (
+    ProviderRule(
+        "deepseek",
+        "openai_chat",
+        TurnPolicy.CURRENT_TURN,
+        "reasoning_content; with tools V4 requires every earlier turn's (400 otherwise), "
+        "without tools it is ignored",
+        policy_with_tools=TurnPolicy.ALL_TURNS,
+    ),
+    ProviderRule(
+        "moonshot",
+        "openai_chat",
+        TurnPolicy.TOOL_CALLS_ALL_TURNS,
+        "reasoning_content; Kimi checks it on every earlier tool-call message (400 otherwise)",
+    ),
+    ProviderRule("dashscope", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content (Qwen)"),
+    ProviderRule("zai", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content (GLM)"),
+    ProviderRule("lm_studio", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content"),
+    ProviderRule(
+        "hosted_vllm", "openai_chat_reasoning", TurnPolicy.CURRENT_TURN, "vLLM reads `reasoning`"
+    ),
+    ProviderRule(
+        "cerebras", "openai_chat_reasoning", TurnPolicy.CURRENT_TURN, "Cerebras reads `reasoning`"
+    ),
+    ProviderRule(
+        "groq", "no_reasoning", TurnPolicy.NONE, "Groq rejects reasoning fields on messages"
+    ),
+    ProviderRule(
+        "xai", "no_reasoning", TurnPolicy.NONE, "xAI chat completions has no reasoning input"
+    ),
+    ProviderRule(
+        "azure", "no_reasoning", TurnPolicy.NONE, "Azure OpenAI chat takes no reasoning back"
+    ),
+)
+
+_RULES = {rule.provider: rule for rule in PROVIDER_RULES}
+
+OPENAI_HOSTS = ("api.openai.com",)
+_OFFICIAL_OPENAI_MODEL = re.compile(r"^(gpt-(?!oss)|o\d|chatgpt-|codex-)", re.IGNORECASE)
+"""Official OpenAI chat models; `gpt-oss` is open-weight and served by others with reasoning."""
+
+
+def _is_openai_itself(model: str, api_base: str | None) -> bool:
+    if not api_base:
+        return True
+    host = urlparse(api_base).hostname or ""
+    if host in OPENAI_HOSTS:
+        return True
+    # A gateway in front of OpenAI still reaches OpenAI's own models.
+    return bool(_OFFICIAL_OPENAI_MODEL.match(model.rsplit("/", 1)[-1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A user's choice for models matching `pattern` (fnmatch, on any name of the deployment)."""
+
+    pattern: str
+    dialect: str | None = None
+    policy: TurnPolicy | None = None
+
+
+def resolve_target(
+    provider: str | None,
+    model: str,
+    api_base: str | None,
+    *,
+    has_tools: bool = False,
+    names: Iterable[str] = (),
+    overrides: Iterable[Override] = (),
+) -> Target:
+    """The dialect and policy for a call to `model` on `provider` at `api_base`.
+
+    `names` are the other names the deployment is known by (model group, `provider/model`), which
+    overrides may match.
+    """
+    target = _default_target(provider or "", model, api_base, has_tools)
+    candidates = [model, *names]
+    for override in overrides:
+        if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
+            target = Target(
+                dialect=override.dialect or target.dialect,
+                policy=override.policy or target.policy,
+                why=f"override {override.pattern!r}",
+            )
+    return target
+
+
+def _default_target(provider: str, model: str, api_base: str | None, has_tools: bool) -> Target:
+    if provider in ("openai", "custom_openai", "openai_like"):
+        if provider == "openai" and _is_openai_itself(model, api_base):
+            return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
+        return Target(
+            "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
+        )
+    rule = _RULES.get(provider)
+    if rule is None:
+        return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}")
+    policy = rule.policy_with_tools if has_tools and rule.policy_with_tools else rule.policy
+    return Target(rule.dialect, policy, rule.why)
+
+
+def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:
+    """Overrides from a `{pattern: dialect}` or `{pattern: policy}` mapping, validated now."""
+    out: list[Override] = []
+    for pattern, value in (raw or {}).items():
+        if kind == "dialect":
+            get_dialect(value)
+            out.append(Override(pattern, dialect=value))
+        else:
+            out.append(Override(pattern, policy=TurnPolicy(value)))
+    return out

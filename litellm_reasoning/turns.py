@@ -1,0 +1,34 @@
+"""The turn rule: where the current turn starts.
+
+The current turn starts at the last user message that starts a turn. A user message whose
+`turn` is the boolean `false` is a delivery at a step boundary (a background job's note, a team
+message, words added to a running turn) and starts none. Anything else — absent, `true`, or a
+value of the wrong type — starts one: a wrong-typed flag errs toward a new turn, which can only
+send less reasoning, never another turn's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+TURN_KEY = "turn"
+"""The client-side flag. It never reaches a provider."""
+
+
+def starts_turn(message: Any) -> bool:
+    """Whether `message` opens a new turn."""
+    if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    return message.get(TURN_KEY, True) is not False
+
+
+def current_turn_start(messages: Sequence[Any]) -> int:
+    """Index of the message that starts the current turn, or -1 when none does.
+
+    With -1 every message belongs to the current turn (a history that no user message opened).
+    """
+    for index in range(len(messages) - 1, -1, -1):
+        if starts_turn(messages[index]):
+            return index
+    return -1

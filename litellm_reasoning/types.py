@@ -1,0 +1,106 @@
+"""The canonical record of one assistant message's reasoning.
+
+Every provider format is read into these frozen values and rendered back out of them, so the
+store, the turn rule and the dialects share one vocabulary. Pure data: no LiteLLM, no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+PartKind = Literal["thinking", "redacted", "encrypted"]
+
+SCHEMA_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReasoningPart:
+    """One piece of reasoning, in the order the provider produced it."""
+
+    kind: PartKind = "thinking"
+    """`thinking`: readable text (maybe signed); `redacted`: opaque data only;
+    `encrypted`: an opaque encrypted item (OpenAI Responses, OpenRouter)."""
+    text: str = ""
+    """Readable reasoning text (a summary on some providers). Empty for opaque parts."""
+    signature: str | None = None
+    """Provider signature over `text` (Anthropic, Bedrock, Gemini thought signature)."""
+    data: str | None = None
+    """Opaque payload: redacted thinking data or encrypted content."""
+    id: str | None = None
+    """Provider id of the item (Responses `rs_…`, OpenRouter detail id)."""
+    details: dict[str, Any] = field(default_factory=dict, hash=False, compare=True)
+    """Provider extras that must travel unchanged (format, index, summary list …)."""
+
+    @property
+    def is_opaque(self) -> bool:
+        """True when the part carries a token only its issuer can verify."""
+        return self.signature is not None or self.data is not None or self.kind != "thinking"
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"kind": self.kind}
+        if self.text:
+            out["text"] = self.text
+        for name in ("signature", "data", "id"):
+            value = getattr(self, name)
+            if value is not None:
+                out[name] = value
+        if self.details:
+            out["details"] = self.details
+        return out
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ReasoningPart:
+        kind = raw.get("kind", "thinking")
+        if kind not in ("thinking", "redacted", "encrypted"):
+            raise ValueError(f"unknown reasoning part kind {kind!r}")
+        return cls(
+            kind=kind,
+            text=str(raw.get("text", "")),
+            signature=raw.get("signature"),
+            data=raw.get("data"),
+            id=raw.get("id"),
+            details=dict(raw.get("details") or {}),
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Reasoning:
+    """All reasoning of one assistant message, with who issued it."""
+
+    parts: tuple[ReasoningPart, ...] = ()
+    provider: str | None = None
+    """LiteLLM provider that produced it (`deepseek`, `anthropic` …); None when the client sent it."""
+    model: str | None = None
+    """Model that produced it, as the deployment named it."""
+
+    @property
+    def text(self) -> str:
+        """The readable reasoning, concatenated in order (what `reasoning_content` carries)."""
+        return "".join(part.text for part in self.parts if part.kind == "thinking")
+
+    @property
+    def is_empty(self) -> bool:
+        return not any(part.text or part.is_opaque for part in self.parts)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "v": SCHEMA_VERSION,
+            "parts": [part.to_json() for part in self.parts],
+            "provider": self.provider,
+            "model": self.model,
+        }
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Reasoning:
+        if raw.get("v") != SCHEMA_VERSION:
+            raise ValueError(f"unsupported reasoning record version {raw.get('v')!r}")
+        return cls(
+            parts=tuple(ReasoningPart.from_json(part) for part in raw.get("parts", ())),
+            provider=raw.get("provider"),
+            model=raw.get("model"),
+        )
+
+    @classmethod
+    def from_text(cls, text: str, *, provider: str | None = None, model: str | None = None) -> Reasoning:
+        return cls(parts=(ReasoningPart(text=text),) if text else (), provider=provider, model=model)
