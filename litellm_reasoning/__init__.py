@@ -17,7 +17,7 @@ from .policy import TurnPolicy
 from .types import Reasoning, ReasoningPart
 
 if TYPE_CHECKING:
-    from .callback import ReasoningCallback
+    from .reasoning_callback import ReasoningCallback
 
 __version__ = "0.1.0"
 
@@ -27,7 +27,7 @@ _callback_instance: ReasoningCallback | None = None
 def __getattr__(name: str) -> Any:
     global _callback_instance
     if name == "ReasoningCallback":
-        from .callback import ReasoningCallback
+        from .reasoning_callback import ReasoningCallback
 
         return ReasoningCallback
     if name == "callback":

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
 if TYPE_CHECKING:
-    from .callback import ReasoningCallback
+    from .reasoning_callback import ReasoningCallback
 
 ENV_PREFIX = "LITELLM_REASONING_"
 
@@ -45,7 +45,7 @@ class Settings(BaseModel):
 
 def callback_from_environment() -> ReasoningCallback:
     """The proxy's instance. A bad setting fails loudly at startup, naming the variable."""
-    from .callback import ReasoningCallback
+    from .reasoning_callback import ReasoningCallback
 
     try:
         settings = Settings.from_environment()

@@ -21,11 +21,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import Counter, OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import litellm
 from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
@@ -104,6 +106,9 @@ class ReasoningCallback(CustomLogger):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.instance_id = uuid.uuid4().hex
+        """Public on purpose: LiteLLM keeps one instance per class and public fields, so a second
+        callback (another store, another test) would otherwise never receive events."""
         self.store: ReasoningStore = (
             store_from_url(store) if isinstance(store, str) else store or MemoryStore()
         )
@@ -122,6 +127,12 @@ class ReasoningCallback(CustomLogger):
         self._pending = PendingCaptures()
         self._lock = threading.Lock()
         self._warned: dict[str, float] = {}
+
+    @property
+    def active(self) -> bool:
+        """Registered in `litellm.callbacks`. LiteLLM keeps replaced instances in its internal
+        event lists; a replaced instance must not touch requests any more."""
+        return any(cb is self for cb in litellm.callbacks)
 
     # ------------------------------------------------------------------ failure reporting
 
@@ -167,12 +178,13 @@ class ReasoningCallback(CustomLogger):
         api_base = kwargs.get("api_base") or params.get("api_base")
         provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
         bare_model = model
-        try:
-            bare_model, provider, _, _ = get_llm_provider(
-                model=model, custom_llm_provider=provider, api_base=api_base
-            )
-        except Exception:  # an unknown provider string: keep what we have
-            pass
+        if provider and model.startswith(f"{provider}/"):
+            bare_model = model[len(provider) + 1 :]
+        elif not provider:
+            try:
+                bare_model, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
+            except Exception:  # no provider LiteLLM knows: rendered as passthrough
+                pass
         names = [f"{provider}/{bare_model}", model]
         metadata = kwargs.get("metadata")
         if isinstance(metadata, dict) and metadata.get("model_group"):
@@ -280,6 +292,8 @@ class ReasoningCallback(CustomLogger):
         messages = kwargs.get("messages")
         if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(messages, list):
             return None
+        if not self.active:
+            return None
         try:
             rendered = await self._arender(kwargs, messages)
             kwargs["messages"] = rendered.messages
@@ -295,6 +309,8 @@ class ReasoningCallback(CustomLogger):
             with self._lock:
                 if call_id in self._rendered:
                     return
+            if not self.active:
+                return
             body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return

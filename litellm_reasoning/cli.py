@@ -1,0 +1,33 @@
+"""`litellm-reasoning`: the demo and the conformance runner."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    parser = argparse.ArgumentParser(prog="litellm-reasoning")
+    commands = parser.add_subparsers(dest="command", required=True)
+    conformance = commands.add_parser(
+        "conformance", help="run conformance cases through real LiteLLM against a local server"
+    )
+    conformance.add_argument("paths", nargs="*", help="case files or directories (default: ./conformance)")
+    demo = commands.add_parser(
+        "demo", help="replay a real recorded tool loop through LiteLLM with the callback (no API key)"
+    )
+    demo.add_argument("--stream", action="store_true", help="stream every request")
+    args = parser.parse_args(argv)
+    if args.command == "conformance":
+        from .conformance import main as run_conformance
+
+        return run_conformance(args.paths)
+    from .demo import main as run_demo
+
+    return run_demo(stream=args.stream)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

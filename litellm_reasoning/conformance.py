@@ -1,0 +1,229 @@
+"""Run conformance cases through real LiteLLM and compare what reached the wire.
+
+A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
+
+* `messages`: the history. `reasoning` on an assistant message is its reasoning (absent: it came
+  with none); `turn` on a user message is the client's flag; `tool_calls` / `tool_call_id` as usual.
+* `expect`: the messages as the target must receive them. Every key an expected message names
+  must match; a reasoning key (or `turn`) it does not name must be absent on the wire.
+* optional `model` (a LiteLLM model, default `openai/conformance-model`; its api_base is always
+  the local server), `dialects` / `policies` (callback overrides), `tools` (sent with the request),
+  `clients` (`keeps`, `drops`; default both).
+
+Every case runs for each call shape (acompletion, completion, Router async and sync), streamed and
+not, and for each client: `keeps` sends the reasoning back itself as `reasoning_content`; `drops`
+plays the conversation step by step against the local server, keeping only role, content and
+tool calls of each reply, so every reasoning on the wire was restored by the callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .dialects import REASONING_KEYS
+from .testing.upstream import Reply, Upstream
+from .turns import TURN_KEY
+
+CALLS = ("acompletion", "completion", "router.acompletion", "router.completion")
+STREAMS = (False, True)
+CLIENTS = ("keeps", "drops")
+DEFAULT_MODEL = "openai/conformance-model"
+_CHECKED_KEYS = REASONING_KEYS | {TURN_KEY}
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str
+    index: int
+    about: str
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.source).stem}#{self.index + 1}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    call: str
+    stream: bool
+    client: str
+    ok: bool
+    detail: str = ""
+
+
+def load_cases(paths: Iterable[str | Path]) -> list[Case]:
+    """Every case in the JSON files at `paths` (directories are searched recursively)."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files += sorted(path.rglob("*.json")) if path.is_dir() else [path]
+    cases: list[Case] = []
+    for file in files:
+        document = json.loads(file.read_text(encoding="utf-8"))
+        for index, raw in enumerate(document.get("cases", [])):
+            cases.append(Case(str(file), index, str(raw.get("about", "")), raw))
+    return cases
+
+
+def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
+    """The message as the client sends it: `reasoning` kept as `reasoning_content`, or dropped."""
+    out = {k: v for k, v in message.items() if k != "reasoning"}
+    if keeps and message.get("role") == "assistant" and message.get("reasoning"):
+        out["reasoning_content"] = message["reasoning"]
+    return out
+
+
+def _reply_for(message: dict[str, Any]) -> Reply:
+    content = message.get("content") or ""
+    if isinstance(content, list):  # servers answer with a string; the client may send parts back
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    reply: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.get("reasoning"):
+        reply["reasoning_content"] = message["reasoning"]
+    if message.get("tool_calls"):
+        reply["tool_calls"] = message["tool_calls"]
+    return Reply(message=reply)
+
+
+def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
+    """'' when `wire` matches `expect`, else the first difference in words."""
+    if len(wire) != len(expect):
+        return f"{len(wire)} messages on the wire, {len(expect)} expected"
+    for index, (got, want) in enumerate(zip(wire, expect)):
+        if not isinstance(got, dict):
+            return f"message {index}: not an object on the wire"
+        for key, value in want.items():
+            if got.get(key) != value:
+                return f"message {index}: {key}={got.get(key)!r}, expected {value!r}"
+        extra = sorted(k for k in got if k in _CHECKED_KEYS and k not in want)
+        if extra:
+            return f"message {index}: unexpected {', '.join(extra)} on the wire"
+    return ""
+
+
+class Runner:
+    """Runs cases against one local upstream, one callback per case run."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+
+    def _callback(self, case: Case) -> Any:
+        from .reasoning_callback import ReasoningCallback
+
+        return ReasoningCallback(
+            dialects=case.raw.get("dialects"), policies=case.raw.get("policies")
+        )
+
+    async def _call(self, call: str, model: str, messages: list[Any], stream: bool, tools: Any) -> None:
+        import litellm
+
+        params: dict[str, Any] = {"messages": messages, "stream": stream}
+        if tools:
+            params["tools"] = tools
+        if call.startswith("router."):
+            router = litellm.Router(
+                model_list=[
+                    {
+                        "model_name": "conformance",
+                        "litellm_params": {
+                            "model": model,
+                            "api_base": self.upstream.base_url,
+                            "api_key": "conformance",
+                        },
+                    }
+                ],
+                num_retries=0,
+            )
+            target: Any = router
+            params["model"] = "conformance"
+        else:
+            target = litellm
+            params.update(model=model, api_base=self.upstream.base_url, api_key="conformance")
+        if call.endswith("acompletion"):
+            response = await target.acompletion(**params)
+            if stream:
+                async for _ in response:
+                    pass
+        else:
+            response = await asyncio.to_thread(lambda: target.completion(**params))
+            if stream:
+                await asyncio.to_thread(lambda: [None for _ in response])
+
+    async def run_one(self, case: Case, call: str, stream: bool, client: str) -> Outcome:
+        import litellm
+
+        model = str(case.raw.get("model") or DEFAULT_MODEL)
+        wire_model = model.split("/", 1)[1] if "/" in model else model
+        tools = case.raw.get("tools")
+        messages: list[dict[str, Any]] = case.raw["messages"]
+        previous = litellm.callbacks
+        # A fresh callback per run; LiteLLM's internal event lists would keep the old ones.
+        litellm.logging_callback_manager._reset_all_callbacks()
+        litellm.callbacks = [self._callback(case)]
+        try:
+            history: list[dict[str, Any]] = []
+            for message in messages:
+                if client == "drops" and message.get("role") == "assistant":
+                    self.upstream.script(wire_model, _reply_for(message))
+                    await self._call(call, model, list(history), stream, tools)
+                history.append(_client_message(message, keeps=client == "keeps"))
+            self.upstream.always(wire_model, Reply(message={"content": "ok"}))
+            before = len(self.upstream.bodies(wire_model))
+            await self._call(call, model, history, stream, tools)
+            bodies = self.upstream.bodies(wire_model)
+            if len(bodies) <= before:
+                return Outcome(case, call, stream, client, False, "no request reached the server")
+            detail = compare(bodies[-1].get("messages", []), case.raw["expect"])
+            return Outcome(case, call, stream, client, not detail, detail)
+        except Exception as exc:
+            return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
+        finally:
+            litellm.callbacks = previous
+
+    async def run(self, cases: list[Case]) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for case in cases:
+            clients = case.raw.get("clients") or CLIENTS
+            for call in CALLS:
+                for stream in STREAMS:
+                    for client in clients:
+                        outcomes.append(await self.run_one(case, call, stream, client))
+        return outcomes
+
+
+def run_cases(cases: list[Case]) -> list[Outcome]:
+    """Start a local upstream and run every case in every mode."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    with Upstream() as upstream:
+        return asyncio.run(Runner(upstream).run(cases))
+
+
+def table(outcomes: list[Outcome]) -> Iterator[str]:
+    """Rows for a terminal, then the `N passed, N failed` line."""
+    width = max([len(o.case.name) for o in outcomes] + [4])
+    yield f"{'case':<{width}}  {'call':<18}  {'stream':<6}  {'client':<6}  result"
+    for o in outcomes:
+        result = "pass" if o.ok else f"FAIL  {o.detail}"
+        stream = "yes" if o.stream else "no"
+        yield f"{o.case.name:<{width}}  {o.call:<18}  {stream:<6}  {o.client:<6}  {result}"
+    passed = sum(o.ok for o in outcomes)
+    yield f"{passed} passed, {len(outcomes) - passed} failed"
+
+
+def main(paths: list[str]) -> int:
+    cases = load_cases(paths or ["conformance"])
+    if not cases:
+        print("no conformance cases found in " + ", ".join(paths or ["conformance"]), file=sys.stderr)
+        return 2
+    outcomes = run_cases(cases)
+    for line in table(outcomes):
+        print(line)
+    return 0 if all(o.ok for o in outcomes) else 1
