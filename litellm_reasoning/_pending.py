@@ -18,7 +18,8 @@ class PendingCaptures:
     def __init__(self, *, max_age_seconds: float = 600.0) -> None:
         self.max_age_seconds = max_age_seconds
         self._by_call: dict[str, tuple[tuple[str, str], threading.Event, float]] = {}
-        self._by_state: dict[tuple[str, str], threading.Event] = {}
+        # Several calls can answer the same state (identical first prompts under one key).
+        self._by_state: dict[tuple[str, str], list[threading.Event]] = {}
         self._lock = threading.Lock()
 
     def open(self, call_id: str, scope: str, digest: str) -> None:
@@ -27,7 +28,7 @@ class PendingCaptures:
         with self._lock:
             self._expire(now)
             self._by_call[call_id] = ((scope, digest), event, now)
-            self._by_state[(scope, digest)] = event
+            self._by_state.setdefault((scope, digest), []).append(event)
 
     def close(self, call_id: str) -> None:
         with self._lock:
@@ -35,36 +36,46 @@ class PendingCaptures:
             if entry is None:
                 return
             state, event, _ = entry
-            if self._by_state.get(state) is event:
-                del self._by_state[state]
+            self._forget(state, event)
         event.set()
 
-    def pending(self, scope: str, digest: str) -> threading.Event | None:
+    def pending(self, scope: str, digest: str) -> list[threading.Event]:
+        """Open captures of replies to the conversation state `digest`."""
         with self._lock:
-            return self._by_state.get((scope, digest))
+            return list(self._by_state.get((scope, digest), ()))
+
+    def _forget(self, state: tuple[str, str], event: threading.Event) -> None:
+        events = self._by_state.get(state)
+        if events is None:
+            return
+        events[:] = [e for e in events if e is not event]
+        if not events:
+            del self._by_state[state]
 
     def _expire(self, now: float) -> None:
         stale = [cid for cid, (_, _, at) in self._by_call.items() if now - at > self.max_age_seconds]
         for call_id in stale:
             state, event, _ = self._by_call.pop(call_id)
-            if self._by_state.get(state) is event:
-                del self._by_state[state]
+            self._forget(state, event)
             event.set()
 
     def __len__(self) -> int:
         return len(self._by_call)
 
 
-def wait_all(events: list[threading.Event], timeout: float) -> bool:
-    """Block until every event is set or `timeout` passes; True when all were set."""
-    deadline = time.monotonic() + timeout
-    return all(event.wait(max(0.0, deadline - time.monotonic())) for event in events)
+def wait_any(events: list[threading.Event], deadline: float) -> bool:
+    """Block until one of `events` is set (True) or the monotonic `deadline` passes (False)."""
+    while not any(event.is_set() for event in events):
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return False
+        events[0].wait(min(remaining, 0.002))
+    return True
 
 
-async def await_all(events: list[threading.Event], timeout: float) -> bool:
-    """`wait_all` for the event loop: polls so the capture task on this same loop can run."""
-    deadline = time.monotonic() + timeout
-    while not all(event.is_set() for event in events):
+async def await_any(events: list[threading.Event], deadline: float) -> bool:
+    """`wait_any` for the event loop: polls, so the capture task on this same loop can run."""
+    while not any(event.is_set() for event in events):
         if time.monotonic() >= deadline:
             return False
         await asyncio.sleep(0.002)

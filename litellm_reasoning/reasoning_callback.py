@@ -32,7 +32,7 @@ from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
 from . import identity
-from ._pending import PendingCaptures, await_all, wait_all
+from ._pending import PendingCaptures, await_any, wait_any
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .extract import reasoning_from_message
 from .policy import TurnPolicy
@@ -46,6 +46,22 @@ logger = logging.getLogger("litellm_reasoning")
 
 _COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
 _REDACTED = "redacted-by-litellm"
+
+
+@dataclass(slots=True)
+class _Request:
+    """One request being rendered: its target, scope and the store keys it looks up."""
+
+    kwargs: Mapping[str, Any]
+    messages: list[Any]
+    target: Target
+    provider: str | None
+    model: str | None
+    scope: str
+    keys: dict[int, str]
+    """Message index -> store key, for the messages whose reasoning is looked up."""
+    before: dict[int, str]
+    """Message index -> digest of the conversation before it (what its capture is filed under)."""
 
 
 @dataclass(slots=True)
@@ -109,9 +125,9 @@ class ReasoningCallback(CustomLogger):
         self.instance_id = uuid.uuid4().hex
         """Public on purpose: LiteLLM keeps one instance per class and public fields, so a second
         callback (another store, another test) would otherwise never receive events."""
-        self.store: ReasoningStore = (
-            store_from_url(store) if isinstance(store, str) else store or MemoryStore()
-        )
+        if isinstance(store, str):
+            store = store_from_url(store)
+        self.store: ReasoningStore = store if store is not None else MemoryStore()
         self.namespace = namespace
         self.overrides = [
             *parse_overrides(dialects, kind="dialect"),
@@ -189,23 +205,20 @@ class ReasoningCallback(CustomLogger):
         metadata = kwargs.get("metadata")
         if isinstance(metadata, dict) and metadata.get("model_group"):
             names.append(str(metadata["model_group"]))
+        optional = kwargs.get("optional_params")
+        request = [kwargs, optional if isinstance(optional, dict) else {}]
+        request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
+        thinking = [r["thinking"] for r in request if isinstance(r.get("thinking"), dict)]
         target = resolve_target(
             provider,
             bare_model,
             api_base,
-            has_tools=bool(kwargs.get("tools") or (kwargs.get("optional_params") or {}).get("tools")),
+            has_tools=any(r.get("tools") for r in request),
+            preserved_thinking=any(t.get("clear_thinking") is False for t in thinking),
             names=names,
             overrides=self.overrides,
         )
         return target, provider, bare_model
-
-    def _lookup_keys(
-        self, scope: str, messages: Sequence[Any], indices: list[int]
-    ) -> tuple[dict[int, str], list[str]]:
-        digests = identity.prefix_digests(messages)
-        keys = {i: identity.message_key(scope, messages[i], digests[i]) for i in indices}
-        before = [digests[i - 1] if i > 0 else identity.conversation_digest([]) for i in indices]
-        return keys, before
 
     def _begin(self, kwargs: Mapping[str, Any], scope: str, messages: Sequence[Any], provider: str | None, model: str | None) -> None:
         call_id = kwargs.get("litellm_call_id")
@@ -214,11 +227,19 @@ class ReasoningCallback(CustomLogger):
         digest = identity.conversation_digest(messages)
         with self._lock:
             self._calls[call_id] = _Call(scope, digest, provider, model)
-            self._rendered[call_id] = None
-            for table in (self._calls, self._rendered):
-                while len(table) > self._max_tracked_calls:
-                    table.popitem(last=False)  # type: ignore[attr-defined]
+            while len(self._calls) > self._max_tracked_calls:
+                self._calls.popitem(last=False)
+        self._mark_handled(call_id)
         self._pending.open(call_id, scope, digest)
+
+    def _mark_handled(self, call_id: Any) -> None:
+        """The request of `call_id` was rendered (or failed open): the body patch leaves it."""
+        if not isinstance(call_id, str):
+            return
+        with self._lock:
+            self._rendered[call_id] = None
+            while len(self._rendered) > self._max_tracked_calls:
+                self._rendered.popitem(last=False)
 
     def _finish(self, rendered: Rendered, target: Target) -> None:
         self.stats["restored"] += len(rendered.restored)
@@ -235,56 +256,65 @@ class ReasoningCallback(CustomLogger):
                 rendered.missing,
             )
 
-    def _pending_events(self, scope: str, befores: list[str], missing: list[int], indices: list[int]) -> list[threading.Event]:
-        events = []
-        for index, before in zip(indices, befores):
-            if index in missing:
-                event = self._pending.pending(scope, before)
-                if event is not None and not event.is_set():
-                    events.append(event)
-        return events
-
-    async def _arender(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Rendered:
+    def _prepare(self, kwargs: Mapping[str, Any], messages: list[Any]) -> _Request:
         target, provider, model = self._target(kwargs, messages)
         scope = self._scope(kwargs)
         dialect = get_dialect(target.dialect)
         wanted = plan(messages, dialect, target.policy)
-        stored: dict[int, Reasoning] = {}
+        keys: dict[int, str] = {}
+        before: dict[int, str] = {}
         if wanted:
-            keys, befores = self._lookup_keys(scope, messages, wanted)
-            found = await self.store.aget_many(scope, list(keys.values()))
-            missing = [i for i in wanted if keys[i] not in found]
-            events = self._pending_events(scope, befores, missing, wanted)
-            if events:
-                self.stats["waited"] += 1
-                await await_all(events, self.capture_wait_seconds)
-                found.update(await self.store.aget_many(scope, [keys[i] for i in missing]))
-            stored = {i: found[keys[i]] for i in wanted if keys[i] in found}
-        rendered = render(messages, dialect, target.policy, stored)
-        self._begin(kwargs, scope, messages, provider, model)
-        self._finish(rendered, target)
+            digests = identity.prefix_digests(messages)
+            for i in wanted:
+                keys[i] = identity.message_key(scope, messages[i], digests[i])
+                before[i] = digests[i - 1] if i > 0 else identity.conversation_digest([])
+        return _Request(kwargs, messages, target, provider, model, scope, keys, before)
+
+    def _open_captures(self, request: _Request, found: Mapping[str, Reasoning]) -> list[threading.Event]:
+        """Captures still running for replies this request continues and has no record of."""
+        return [
+            event
+            for i, key in request.keys.items()
+            if key not in found
+            for event in self._pending.pending(request.scope, request.before[i])
+            if not event.is_set()
+        ]
+
+    def _complete(self, request: _Request, found: Mapping[str, Reasoning]) -> Rendered:
+        stored = {i: found[key] for i, key in request.keys.items() if key in found}
+        dialect = get_dialect(request.target.dialect)
+        rendered = render(request.messages, dialect, request.target.policy, stored)
+        self._begin(request.kwargs, request.scope, request.messages, request.provider, request.model)
+        self._finish(rendered, request.target)
         return rendered
 
-    def _render_sync(self, kwargs: Mapping[str, Any], messages: list[Any]) -> tuple[Rendered, Target]:
-        target, provider, model = self._target(kwargs, messages)
-        scope = self._scope(kwargs)
-        dialect = get_dialect(target.dialect)
-        wanted = plan(messages, dialect, target.policy)
-        stored: dict[int, Reasoning] = {}
-        if wanted:
-            keys, befores = self._lookup_keys(scope, messages, wanted)
-            found = self.store.get_many(scope, list(keys.values()))
-            missing = [i for i in wanted if keys[i] not in found]
-            events = self._pending_events(scope, befores, missing, wanted)
-            if events:
+    async def _arender(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Rendered:
+        request = self._prepare(kwargs, messages)
+        found: dict[str, Reasoning] = {}
+        if request.keys:
+            found = await self.store.aget_many(request.scope, list(request.keys.values()))
+            deadline = time.monotonic() + self.capture_wait_seconds
+            while events := self._open_captures(request, found):
                 self.stats["waited"] += 1
-                wait_all(events, self.capture_wait_seconds)
-                found.update(self.store.get_many(scope, [keys[i] for i in missing]))
-            stored = {i: found[keys[i]] for i in wanted if keys[i] in found}
-        rendered = render(messages, dialect, target.policy, stored)
-        self._begin(kwargs, scope, messages, provider, model)
-        self._finish(rendered, target)
-        return rendered, target
+                if not await await_any(events, deadline):
+                    break
+                missing = [k for k in request.keys.values() if k not in found]
+                found.update(await self.store.aget_many(request.scope, missing))
+        return self._complete(request, found)
+
+    def _render_sync(self, kwargs: Mapping[str, Any], messages: list[Any]) -> tuple[Rendered, Target]:
+        request = self._prepare(kwargs, messages)
+        found: dict[str, Reasoning] = {}
+        if request.keys:
+            found = self.store.get_many(request.scope, list(request.keys.values()))
+            deadline = time.monotonic() + self.capture_wait_seconds
+            while events := self._open_captures(request, found):
+                self.stats["waited"] += 1
+                if not wait_any(events, deadline):
+                    break
+                missing = [k for k in request.keys.values() if k not in found]
+                found.update(self.store.get_many(request.scope, missing))
+        return self._complete(request, found), request.target
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any
@@ -299,6 +329,7 @@ class ReasoningCallback(CustomLogger):
             kwargs["messages"] = rendered.messages
         except Exception as exc:
             self._fail("rendering the request", exc)
+            self._mark_handled(kwargs.get("litellm_call_id"))
             kwargs["messages"] = _without_turn(messages)
         return kwargs
 

@@ -34,6 +34,11 @@ class ProviderRule:
     why: str
     policy_with_tools: TurnPolicy | None = None
     """A different policy when the request carries `tools`."""
+    dialect_with_tools: str | None = None
+    """A different dialect when the request carries `tools`."""
+    policy_with_preserved_thinking: TurnPolicy | None = None
+    """A different policy when the request asks the provider to keep earlier thinking
+    (`thinking: {"clear_thinking": false}`)."""
 
 
 PROVIDER_RULES: tuple[ProviderRule, ...] = (
@@ -41,9 +46,10 @@ PROVIDER_RULES: tuple[ProviderRule, ...] = (
         "deepseek",
         "openai_chat",
         TurnPolicy.CURRENT_TURN,
-        "reasoning_content; with tools V4 requires every earlier turn's (400 otherwise), "
-        "without tools it is ignored",
+        "reasoning_content; with tools V4 requires the field on every assistant message of "
+        "every turn (400 otherwise; empty passes), without tools earlier ones are ignored",
         policy_with_tools=TurnPolicy.ALL_TURNS,
+        dialect_with_tools="openai_chat_required",
     ),
     ProviderRule(
         "moonshot",
@@ -52,7 +58,13 @@ PROVIDER_RULES: tuple[ProviderRule, ...] = (
         "reasoning_content; Kimi checks it on every earlier tool-call message (400 otherwise)",
     ),
     ProviderRule("dashscope", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content (Qwen)"),
-    ProviderRule("zai", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content (GLM)"),
+    ProviderRule(
+        "zai",
+        "openai_chat",
+        TurnPolicy.CURRENT_TURN,
+        "reasoning_content (GLM); with clear_thinking false every turn's, unmodified",
+        policy_with_preserved_thinking=TurnPolicy.ALL_TURNS,
+    ),
     ProviderRule("lm_studio", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content"),
     ProviderRule(
         "hosted_vllm", "openai_chat_reasoning", TurnPolicy.CURRENT_TURN, "vLLM reads `reasoning`"
@@ -103,6 +115,7 @@ def resolve_target(
     api_base: str | None,
     *,
     has_tools: bool = False,
+    preserved_thinking: bool = False,
     names: Iterable[str] = (),
     overrides: Iterable[Override] = (),
 ) -> Target:
@@ -111,7 +124,7 @@ def resolve_target(
     `names` are the other names the deployment is known by (model group, `provider/model`), which
     overrides may match.
     """
-    target = _default_target(provider or "", model, api_base, has_tools)
+    target = _default_target(provider or "", model, api_base, has_tools, preserved_thinking)
     candidates = [model, *names]
     for override in overrides:
         if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
@@ -123,7 +136,9 @@ def resolve_target(
     return target
 
 
-def _default_target(provider: str, model: str, api_base: str | None, has_tools: bool) -> Target:
+def _default_target(
+    provider: str, model: str, api_base: str | None, has_tools: bool, preserved_thinking: bool
+) -> Target:
     if provider in ("openai", "custom_openai", "openai_like"):
         if provider == "openai" and _is_openai_itself(model, api_base):
             return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
@@ -133,8 +148,13 @@ def _default_target(provider: str, model: str, api_base: str | None, has_tools: 
     rule = _RULES.get(provider)
     if rule is None:
         return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}")
-    policy = rule.policy_with_tools if has_tools and rule.policy_with_tools else rule.policy
-    return Target(rule.dialect, policy, rule.why)
+    policy, dialect = rule.policy, rule.dialect
+    if has_tools:
+        policy = rule.policy_with_tools or policy
+        dialect = rule.dialect_with_tools or dialect
+    if preserved_thinking and rule.policy_with_preserved_thinking:
+        policy = rule.policy_with_preserved_thinking
+    return Target(dialect, policy, rule.why)
 
 
 def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:

@@ -4,12 +4,17 @@ from __future__ import annotations
 
 from ._base import REASONING_KEYS, Dialect, strip_reasoning
 from .no_reasoning import NoReasoningDialect, PassthroughDialect
-from .openai_chat import ReasoningContentDialect, ReasoningFieldDialect
+from .openai_chat import (
+    ReasoningContentDialect,
+    ReasoningContentRequiredDialect,
+    ReasoningFieldDialect,
+)
 
 _DIALECTS: dict[str, Dialect] = {
     dialect.name: dialect
     for dialect in (
         ReasoningContentDialect(),
+        ReasoningContentRequiredDialect(),
         ReasoningFieldDialect(),
         NoReasoningDialect(),
         PassthroughDialect(),

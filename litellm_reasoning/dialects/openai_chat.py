@@ -34,3 +34,18 @@ class ReasoningFieldDialect(ReasoningContentDialect):
 
     name: ClassVar[str] = "openai_chat_reasoning"
     field: ClassVar[str] = "reasoning"
+
+
+class ReasoningContentRequiredDialect(ReasoningContentDialect):
+    """`reasoning_content` on every kept assistant message, an empty string when it has none.
+
+    DeepSeek V4 with tools answers 400 "Missing `reasoning_content` field in the assistant
+    message at message index N" when the field is absent; an empty one passes.
+    """
+
+    name: ClassVar[str] = "openai_chat_required"
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        out = strip_reasoning(message)
+        out[self.field] = reasoning.text if reasoning is not None else ""
+        return out

@@ -1,0 +1,262 @@
+"""The pure core: turn rule, reading reasoning, message identity, rendering, targets, store."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from litellm_reasoning import identity
+from litellm_reasoning.dialects import get_dialect
+from litellm_reasoning.extract import reasoning_from_message
+from litellm_reasoning.policy import TurnPolicy
+from litellm_reasoning.render import plan, render
+from litellm_reasoning.stores import MemoryStore, store_from_url
+from litellm_reasoning.targets import resolve_target
+from litellm_reasoning.turns import current_turn_start, starts_turn
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "reasoning-cases.json"
+REPO_SEED = Path(__file__).resolve().parents[1] / "conformance" / "seed-reasoning.json"
+
+
+def _as_client(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for m in messages:
+        m = {k: v for k, v in m.items() if k != "reasoning"}
+        out.append(m)
+    return out
+
+
+class TestTurnRule:
+    def test_turn_false_starts_no_turn(self) -> None:
+        """Only the boolean false marks a delivery."""
+        assert not starts_turn({"role": "user", "content": "x", "turn": False})
+        assert starts_turn({"role": "user", "content": "x"})
+        assert starts_turn({"role": "user", "content": "x", "turn": True})
+        assert starts_turn({"role": "user", "content": "x", "turn": "false"})
+        assert starts_turn({"role": "user", "content": "x", "turn": 0})
+        assert not starts_turn({"role": "assistant", "content": "x"})
+        assert not starts_turn("not a message")
+
+    def test_current_turn_start(self) -> None:
+        msgs = [
+            {"role": "user"},
+            {"role": "assistant"},
+            {"role": "user", "turn": False},
+            {"role": "assistant"},
+        ]
+        assert current_turn_start(msgs) == 0
+        assert current_turn_start(msgs + [{"role": "user"}]) == 4
+        assert current_turn_start([{"role": "assistant"}]) == -1
+
+
+class TestSeedCasesRenderedPurely:
+    """The seed's cases through the pure renderer, with reasoning restored from a store lookup."""
+
+    @pytest.mark.parametrize("source", [REPO_SEED])
+    def test_seed_file_is_the_shared_seed(self, source: Path) -> None:
+        """The repository's copy of the seed cases is the seed itself, unchanged."""
+        if SEED.exists():
+            assert json.loads(source.read_text()) == json.loads(SEED.read_text())
+        assert json.loads(source.read_text())["cases"]
+
+    @pytest.mark.parametrize("index", range(6))
+    def test_seed_case(self, index: int) -> None:
+        case = json.loads(REPO_SEED.read_text())["cases"][index]
+        messages = case["messages"]
+        client = _as_client(messages)
+        dialect = get_dialect("openai_chat")
+        stored = {
+            i: Reasoning.from_text(m["reasoning"])
+            for i, m in enumerate(messages)
+            if m.get("reasoning")
+        }
+        wanted = plan(client, dialect, TurnPolicy.CURRENT_TURN)
+        rendered = render(client, dialect, TurnPolicy.CURRENT_TURN, {i: stored[i] for i in wanted if i in stored})
+        assert rendered.messages == case["expect"]
+
+
+class TestRender:
+    def test_caller_messages_are_not_mutated(self) -> None:
+        msgs = [
+            {"role": "user", "content": "a", "turn": True},
+            {"role": "assistant", "content": "b", "reasoning_content": "r", "provider_specific_fields": {"x": 1}},
+            {"role": "user", "content": "c"},
+        ]
+        before = copy.deepcopy(msgs)
+        out = render(msgs, get_dialect("openai_chat"), TurnPolicy.CURRENT_TURN)
+        assert msgs == before
+        assert out.messages == [
+            {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "b"},
+            {"role": "user", "content": "c"},
+        ]
+        assert out.stripped == [1]
+
+    def test_no_reasoning_dialect_strips_every_field(self) -> None:
+        msg = {
+            "role": "assistant",
+            "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": "hi"}],
+            "reasoning_content": "t",
+            "reasoning": "t",
+            "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}],
+            "reasoning_items": [{"type": "reasoning", "id": "rs_1"}],
+            "reasoning_details": [{"type": "reasoning.text", "text": "t"}],
+            "provider_specific_fields": {"thought_signatures": ["g"]},
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"},
+                            "provider_specific_fields": {"thought_signature": "g"}}],
+        }
+        out = render([{"role": "user", "content": "q"}, msg], get_dialect("no_reasoning"), TurnPolicy.CURRENT_TURN)
+        assert out.messages[1] == {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "hi"}],
+            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+        }
+
+    def test_passthrough_leaves_assistant_messages_alone(self) -> None:
+        msg = {"role": "assistant", "content": "x", "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
+        out = render([{"role": "user", "content": "q", "turn": False}, msg], get_dialect("passthrough"), TurnPolicy.CURRENT_TURN)
+        assert out.messages == [{"role": "user", "content": "q"}, msg]
+
+    def test_empty_reasoning_carries_no_field(self) -> None:
+        out = render(
+            [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": ""}],
+            get_dialect("openai_chat"),
+            TurnPolicy.CURRENT_TURN,
+        )
+        assert out.messages[1] == {"role": "assistant", "content": "a"}
+
+    def test_non_dict_messages_pass_unchanged(self) -> None:
+        out = render(["odd", None, {"role": "user", "content": "q"}], get_dialect("openai_chat"), TurnPolicy.CURRENT_TURN)
+        assert out.messages == ["odd", None, {"role": "user", "content": "q"}]
+
+
+class TestExtract:
+    def test_thinking_blocks_win_over_text(self) -> None:
+        msg = {
+            "reasoning_content": "ab",
+            "thinking_blocks": [
+                {"type": "thinking", "thinking": "a", "signature": "S1"},
+                {"type": "redacted_thinking", "data": "R"},
+                {"type": "thinking", "thinking": "b", "signature": "S2"},
+            ],
+        }
+        r = reasoning_from_message(msg)
+        assert r is not None
+        assert [p.kind for p in r.parts] == ["thinking", "redacted", "thinking"]
+        assert [p.signature for p in r.parts] == ["S1", None, "S2"]
+        assert r.text == "ab"
+
+    @pytest.mark.parametrize("field", ["reasoning_content", "reasoning", "thinking"])
+    def test_text_fields(self, field: str) -> None:
+        r = reasoning_from_message({field: "why"})
+        assert r is not None and r.text == "why"
+
+    def test_nothing(self) -> None:
+        assert reasoning_from_message({"role": "assistant", "content": "x", "reasoning_content": None}) is None
+
+    def test_record_round_trips_through_json(self) -> None:
+        r = Reasoning(
+            parts=(ReasoningPart(text="a", signature="s"), ReasoningPart(kind="redacted", data="d")),
+            provider="anthropic",
+            model="claude",
+        )
+        assert Reasoning.from_json(json.loads(json.dumps(r.to_json()))) == r
+
+
+class TestIdentity:
+    def test_reasoning_fields_and_turn_do_not_change_identity(self) -> None:
+        a = {"role": "assistant", "content": "x", "reasoning_content": "r", "tool_calls": None}
+        b = {"role": "assistant", "content": "x"}
+        assert identity.canonical(a) == identity.canonical(b)
+        assert identity.canonical({"role": "user", "content": "q", "turn": False}) == identity.canonical(
+            {"role": "user", "content": "q"}
+        )
+
+    def test_string_and_text_parts_are_the_same_content(self) -> None:
+        assert identity.canonical({"role": "user", "content": "ab"}) == identity.canonical(
+            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        )
+        assert identity.canonical({"role": "assistant", "content": None}) == identity.canonical(
+            {"role": "assistant", "content": ""}
+        )
+
+    def test_scope_separates_keys(self) -> None:
+        msg = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "function": {"name": "f"}}]}
+        d = identity.conversation_digest([msg])
+        assert identity.message_key("ns=a", msg, d) != identity.message_key("ns=b", msg, d)
+
+    def test_positional_key_depends_on_history(self) -> None:
+        reply = {"role": "assistant", "content": "Done."}
+        one = [{"role": "user", "content": "one"}, reply]
+        two = [{"role": "user", "content": "two"}, reply]
+        k1 = identity.message_key("s", reply, identity.prefix_digests(one)[1])
+        k2 = identity.message_key("s", reply, identity.prefix_digests(two)[1])
+        assert k1 != k2
+
+    def test_tool_call_key_survives_an_edited_system_prompt(self) -> None:
+        reply = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_x9", "function": {"name": "f"}}]}
+        one = [{"role": "system", "content": "now=1"}, {"role": "user", "content": "q"}, reply]
+        two = [{"role": "system", "content": "now=2"}, {"role": "user", "content": "q"}, reply]
+        k1 = identity.message_key("s", reply, identity.prefix_digests(one)[2])
+        k2 = identity.message_key("s", reply, identity.prefix_digests(two)[2])
+        assert k1 == k2
+
+    def test_extend_matches_prefix_digests(self) -> None:
+        msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+        assert identity.extend_digest(identity.conversation_digest(msgs[:1]), msgs[1]) == identity.prefix_digests(msgs)[1]
+
+
+class TestTargets:
+    @pytest.mark.parametrize(
+        ("provider", "model", "api_base", "dialect"),
+        [
+            ("openai", "gpt-5", None, "no_reasoning"),
+            ("openai", "gpt-4o", "https://api.openai.com/v1", "no_reasoning"),
+            ("openai", "o3", "http://gateway.internal/v1", "no_reasoning"),
+            ("openai", "qwen3-32b", "http://127.0.0.1:8000/v1", "openai_chat"),
+            ("openai", "gpt-oss-120b", "http://127.0.0.1:8000/v1", "openai_chat"),
+            ("deepseek", "deepseek-reasoner", None, "openai_chat"),
+            ("moonshot", "kimi-k2-thinking", None, "openai_chat"),
+            ("hosted_vllm", "Qwen/Qwen3-8B", "http://127.0.0.1:8000/v1", "openai_chat_reasoning"),
+            ("groq", "qwen/qwen3-32b", None, "no_reasoning"),
+            ("anthropic", "claude-sonnet-4-5", None, "passthrough"),
+        ],
+    )
+    def test_default_dialects(self, provider: str, model: str, api_base: str | None, dialect: str) -> None:
+        assert resolve_target(provider, model, api_base).dialect == dialect
+
+    def test_deepseek_with_tools_keeps_all_turns(self) -> None:
+        assert resolve_target("deepseek", "deepseek-chat", None, has_tools=True).policy is TurnPolicy.ALL_TURNS
+        assert resolve_target("deepseek", "deepseek-chat", None).policy is TurnPolicy.CURRENT_TURN
+
+
+class TestMemoryStore:
+    def test_ttl_and_lru(self) -> None:
+        now = [0.0]
+        store = MemoryStore(max_records=2, ttl_seconds=10, clock=lambda: now[0])
+        r = Reasoning.from_text("x")
+        store.put_many("s", {"a": r, "b": r})
+        assert store.get_many("s", ["a"]) == {"a": r}  # a is now most recent
+        store.put_many("s", {"c": r})
+        assert set(store.get_many("s", ["a", "b", "c"])) == {"a", "c"}
+        now[0] = 11.0
+        assert store.get_many("s", ["a", "c"]) == {}
+
+    def test_scopes_are_separate(self) -> None:
+        store = store_from_url("memory://")
+        store.put_many("tenant-a", {"k": Reasoning.from_text("mine")})
+        assert store.get_many("tenant-b", ["k"]) == {}
+
+    def test_oversized_record_is_not_kept(self) -> None:
+        store = MemoryStore(max_record_bytes=10)
+        store.put_many("s", {"k": Reasoning.from_text("x" * 11)})
+        assert store.get_many("s", ["k"]) == {}
+
+    def test_unknown_url(self) -> None:
+        with pytest.raises(ValueError, match="unsupported"):
+            store_from_url("mongodb://x")
