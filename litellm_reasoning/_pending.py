@@ -53,7 +53,9 @@ class PendingCaptures:
             del self._by_state[state]
 
     def _expire(self, now: float) -> None:
-        stale = [cid for cid, (_, _, at) in self._by_call.items() if now - at > self.max_age_seconds]
+        stale = [
+            cid for cid, (_, _, at) in self._by_call.items() if now - at > self.max_age_seconds
+        ]
         for call_id in stale:
             state, event, _ = self._by_call.pop(call_id)
             self._forget(state, event)

@@ -14,9 +14,12 @@ def main(argv: list[str] | None = None) -> int:
     conformance = commands.add_parser(
         "conformance", help="run conformance cases through real LiteLLM against a local server"
     )
-    conformance.add_argument("paths", nargs="*", help="case files or directories (default: ./conformance)")
+    conformance.add_argument(
+        "paths", nargs="*", help="case files or directories (default: ./conformance)"
+    )
     demo = commands.add_parser(
-        "demo", help="replay a real recorded tool loop through LiteLLM with the callback (no API key)"
+        "demo",
+        help="replay a real recorded tool loop through LiteLLM with the callback (no API key)",
     )
     demo.add_argument("--stream", action="store_true", help="stream every request")
     args = parser.parse_args(argv)

@@ -97,7 +97,7 @@ def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
     """'' when `wire` matches `expect`, else the first difference in words."""
     if len(wire) != len(expect):
         return f"{len(wire)} messages on the wire, {len(expect)} expected"
-    for index, (got, want) in enumerate(zip(wire, expect)):
+    for index, (got, want) in enumerate(zip(wire, expect, strict=True)):
         if not isinstance(got, dict):
             return f"message {index}: not an object on the wire"
         for key, value in want.items():
@@ -122,7 +122,9 @@ class Runner:
             dialects=case.raw.get("dialects"), policies=case.raw.get("policies")
         )
 
-    async def _call(self, call: str, model: str, messages: list[Any], stream: bool, tools: Any) -> None:
+    async def _call(
+        self, call: str, model: str, messages: list[Any], stream: bool, tools: Any
+    ) -> None:
         import litellm
 
         params: dict[str, Any] = {"messages": messages, "stream": stream}
@@ -221,7 +223,9 @@ def table(outcomes: list[Outcome]) -> Iterator[str]:
 def main(paths: list[str]) -> int:
     cases = load_cases(paths or ["conformance"])
     if not cases:
-        print("no conformance cases found in " + ", ".join(paths or ["conformance"]), file=sys.stderr)
+        print(
+            "no conformance cases found in " + ", ".join(paths or ["conformance"]), file=sys.stderr
+        )
         return 2
     outcomes = run_cases(cases)
     for line in table(outcomes):

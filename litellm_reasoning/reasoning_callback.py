@@ -18,6 +18,7 @@ and lets the request through with only `turn` removed.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -90,7 +91,9 @@ def _as_dict(obj: Any) -> dict[str, Any] | None:
 
 def _without_turn(messages: Sequence[Any]) -> list[Any]:
     return [
-        {k: v for k, v in m.items() if k != TURN_KEY} if isinstance(m, dict) and TURN_KEY in m else m
+        {k: v for k, v in m.items() if k != TURN_KEY}
+        if isinstance(m, dict) and TURN_KEY in m
+        else m
         for m in messages
     ]
 
@@ -135,7 +138,7 @@ class ReasoningCallback(CustomLogger):
         ]
         self.capture_wait_seconds = capture_wait_seconds
         self.stats: Counter[str] = Counter()
-        """Counts of what the callback did: restored, stripped, captured, missing, waited, errors."""
+        """What the callback did: restored, stripped, captured, missing, waited, errors."""
         self._max_tracked_calls = max_tracked_calls
         self._calls: OrderedDict[str, _Call] = OrderedDict()
         self._rendered: OrderedDict[str, None] = OrderedDict()
@@ -187,7 +190,9 @@ class ReasoningCallback(CustomLogger):
         }
         return "|".join(f"{name}={value}" for name, value in parts.items() if value)
 
-    def _target(self, kwargs: Mapping[str, Any], messages: Sequence[Any]) -> tuple[Target, str | None, str]:
+    def _target(
+        self, kwargs: Mapping[str, Any], messages: Sequence[Any]
+    ) -> tuple[Target, str | None, str]:
         params = kwargs.get("litellm_params")
         params = params if isinstance(params, dict) else {}
         model = str(kwargs.get("model") or "")
@@ -197,10 +202,9 @@ class ReasoningCallback(CustomLogger):
         if provider and model.startswith(f"{provider}/"):
             bare_model = model[len(provider) + 1 :]
         elif not provider:
-            try:
+            # No provider LiteLLM knows: rendered as passthrough.
+            with contextlib.suppress(Exception):
                 bare_model, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
-            except Exception:  # no provider LiteLLM knows: rendered as passthrough
-                pass
         names = [f"{provider}/{bare_model}", model]
         metadata = kwargs.get("metadata")
         if isinstance(metadata, dict) and metadata.get("model_group"):
@@ -220,7 +224,14 @@ class ReasoningCallback(CustomLogger):
         )
         return target, provider, bare_model
 
-    def _begin(self, kwargs: Mapping[str, Any], scope: str, messages: Sequence[Any], provider: str | None, model: str | None) -> None:
+    def _begin(
+        self,
+        kwargs: Mapping[str, Any],
+        scope: str,
+        messages: Sequence[Any],
+        provider: str | None,
+        model: str | None,
+    ) -> None:
         call_id = kwargs.get("litellm_call_id")
         if not isinstance(call_id, str):
             return
@@ -247,7 +258,8 @@ class ReasoningCallback(CustomLogger):
         self.stats["missing"] += len(rendered.missing)
         if rendered.restored or rendered.stripped or rendered.missing:
             logger.debug(
-                "litellm-reasoning: dialect=%s policy=%s kept=%s restored=%s stripped=%s missing=%s",
+                "litellm-reasoning: dialect=%s policy=%s kept=%s restored=%s stripped=%s "
+                "missing=%s",
                 target.dialect,
                 target.policy.value,
                 rendered.kept,
@@ -270,7 +282,9 @@ class ReasoningCallback(CustomLogger):
                 before[i] = digests[i - 1] if i > 0 else identity.conversation_digest([])
         return _Request(kwargs, messages, target, provider, model, scope, keys, before)
 
-    def _open_captures(self, request: _Request, found: Mapping[str, Reasoning]) -> list[threading.Event]:
+    def _open_captures(
+        self, request: _Request, found: Mapping[str, Reasoning]
+    ) -> list[threading.Event]:
         """Captures still running for replies this request continues and has no record of."""
         return [
             event
@@ -284,7 +298,9 @@ class ReasoningCallback(CustomLogger):
         stored = {i: found[key] for i, key in request.keys.items() if key in found}
         dialect = get_dialect(request.target.dialect)
         rendered = render(request.messages, dialect, request.target.policy, stored)
-        self._begin(request.kwargs, request.scope, request.messages, request.provider, request.model)
+        self._begin(
+            request.kwargs, request.scope, request.messages, request.provider, request.model
+        )
         self._finish(rendered, request.target)
         return rendered
 
@@ -302,7 +318,9 @@ class ReasoningCallback(CustomLogger):
                 found.update(await self.store.aget_many(request.scope, missing))
         return self._complete(request, found)
 
-    def _render_sync(self, kwargs: Mapping[str, Any], messages: list[Any]) -> tuple[Rendered, Target]:
+    def _render_sync(
+        self, kwargs: Mapping[str, Any], messages: list[Any]
+    ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
         found: dict[str, Reasoning] = {}
         if request.keys:
@@ -320,7 +338,9 @@ class ReasoningCallback(CustomLogger):
         self, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         messages = kwargs.get("messages")
-        if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(messages, list):
+        if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(
+            messages, list
+        ):
             return None
         if not self.active:
             return None
@@ -359,7 +379,8 @@ class ReasoningCallback(CustomLogger):
                 body["messages"] = _without_turn(wire)
                 return
             body["messages"] = [
-                _patch_wire_message(sent, want) for sent, want in zip(wire, rendered.messages)
+                _patch_wire_message(sent, want)
+                for sent, want in zip(wire, rendered.messages, strict=True)
             ]
         except Exception as exc:
             self._fail("rewriting the provider body", exc)
@@ -455,7 +476,9 @@ class ReasoningCallback(CustomLogger):
         if isinstance(kwargs, dict):
             await self._acapture(kwargs.get("litellm_call_id"), response_obj)
 
-    def log_success_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+    def log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         if isinstance(kwargs, dict):
             self._capture(kwargs.get("litellm_call_id"), response_obj)
 
@@ -464,7 +487,9 @@ class ReasoningCallback(CustomLogger):
     ) -> None:
         self.log_failure_event(kwargs, response_obj, start_time, end_time)
 
-    def log_failure_event(self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any) -> None:
+    def log_failure_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
         if isinstance(kwargs, dict) and isinstance(kwargs.get("litellm_call_id"), str):
             self._pending.close(kwargs["litellm_call_id"])
 

@@ -82,7 +82,8 @@ def render(
             if keep:
                 from_store = stored.get(index)
                 use_store = from_store is not None and (
-                    own is None or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts))
+                    own is None
+                    or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts))
                 )
                 reasoning = from_store if use_store else own
                 if reasoning is not None and not reasoning.is_empty:

@@ -70,7 +70,7 @@ class Reasoning:
 
     parts: tuple[ReasoningPart, ...] = ()
     provider: str | None = None
-    """LiteLLM provider that produced it (`deepseek`, `anthropic` …); None when the client sent it."""
+    """LiteLLM provider that produced it (`deepseek`, `anthropic` …); None if the client sent it."""
     model: str | None = None
     """Model that produced it, as the deployment named it."""
 
@@ -102,5 +102,9 @@ class Reasoning:
         )
 
     @classmethod
-    def from_text(cls, text: str, *, provider: str | None = None, model: str | None = None) -> Reasoning:
-        return cls(parts=(ReasoningPart(text=text),) if text else (), provider=provider, model=model)
+    def from_text(
+        cls, text: str, *, provider: str | None = None, model: str | None = None
+    ) -> Reasoning:
+        return cls(
+            parts=(ReasoningPart(text=text),) if text else (), provider=provider, model=model
+        )

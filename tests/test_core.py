@@ -50,7 +50,7 @@ class TestTurnRule:
             {"role": "assistant"},
         ]
         assert current_turn_start(msgs) == 0
-        assert current_turn_start(msgs + [{"role": "user"}]) == 4
+        assert current_turn_start([*msgs, {"role": "user"}]) == 4
         assert current_turn_start([{"role": "assistant"}]) == -1
 
 
@@ -76,7 +76,9 @@ class TestSeedCasesRenderedPurely:
             if m.get("reasoning")
         }
         wanted = plan(client, dialect, TurnPolicy.CURRENT_TURN)
-        rendered = render(client, dialect, TurnPolicy.CURRENT_TURN, {i: stored[i] for i in wanted if i in stored})
+        rendered = render(
+            client, dialect, TurnPolicy.CURRENT_TURN, {i: stored[i] for i in wanted if i in stored}
+        )
         assert rendered.messages == case["expect"]
 
 
@@ -84,7 +86,12 @@ class TestRender:
     def test_caller_messages_are_not_mutated(self) -> None:
         msgs = [
             {"role": "user", "content": "a", "turn": True},
-            {"role": "assistant", "content": "b", "reasoning_content": "r", "provider_specific_fields": {"x": 1}},
+            {
+                "role": "assistant",
+                "content": "b",
+                "reasoning_content": "r",
+                "provider_specific_fields": {"x": 1},
+            },
             {"role": "user", "content": "c"},
         ]
         before = copy.deepcopy(msgs)
@@ -100,38 +107,68 @@ class TestRender:
     def test_no_reasoning_dialect_strips_every_field(self) -> None:
         msg = {
             "role": "assistant",
-            "content": [{"type": "thinking", "thinking": "t", "signature": "s"}, {"type": "text", "text": "hi"}],
+            "content": [
+                {"type": "thinking", "thinking": "t", "signature": "s"},
+                {"type": "text", "text": "hi"},
+            ],
             "reasoning_content": "t",
             "reasoning": "t",
             "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}],
             "reasoning_items": [{"type": "reasoning", "id": "rs_1"}],
             "reasoning_details": [{"type": "reasoning.text", "text": "t"}],
             "provider_specific_fields": {"thought_signatures": ["g"]},
-            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"},
-                            "provider_specific_fields": {"thought_signature": "g"}}],
+            "tool_calls": [
+                {
+                    "id": "c",
+                    "type": "function",
+                    "function": {"name": "f", "arguments": "{}"},
+                    "provider_specific_fields": {"thought_signature": "g"},
+                }
+            ],
         }
-        out = render([{"role": "user", "content": "q"}, msg], get_dialect("no_reasoning"), TurnPolicy.CURRENT_TURN)
+        out = render(
+            [{"role": "user", "content": "q"}, msg],
+            get_dialect("no_reasoning"),
+            TurnPolicy.CURRENT_TURN,
+        )
         assert out.messages[1] == {
             "role": "assistant",
             "content": [{"type": "text", "text": "hi"}],
-            "tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}],
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
         }
 
     def test_passthrough_leaves_assistant_messages_alone(self) -> None:
-        msg = {"role": "assistant", "content": "x", "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}]}
-        out = render([{"role": "user", "content": "q", "turn": False}, msg], get_dialect("passthrough"), TurnPolicy.CURRENT_TURN)
+        msg = {
+            "role": "assistant",
+            "content": "x",
+            "thinking_blocks": [{"type": "thinking", "thinking": "t", "signature": "s"}],
+        }
+        out = render(
+            [{"role": "user", "content": "q", "turn": False}, msg],
+            get_dialect("passthrough"),
+            TurnPolicy.CURRENT_TURN,
+        )
         assert out.messages == [{"role": "user", "content": "q"}, msg]
 
     def test_empty_reasoning_carries_no_field(self) -> None:
         out = render(
-            [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "reasoning_content": ""}],
+            [
+                {"role": "user", "content": "q"},
+                {"role": "assistant", "content": "a", "reasoning_content": ""},
+            ],
             get_dialect("openai_chat"),
             TurnPolicy.CURRENT_TURN,
         )
         assert out.messages[1] == {"role": "assistant", "content": "a"}
 
     def test_non_dict_messages_pass_unchanged(self) -> None:
-        out = render(["odd", None, {"role": "user", "content": "q"}], get_dialect("openai_chat"), TurnPolicy.CURRENT_TURN)
+        out = render(
+            ["odd", None, {"role": "user", "content": "q"}],
+            get_dialect("openai_chat"),
+            TurnPolicy.CURRENT_TURN,
+        )
         assert out.messages == ["odd", None, {"role": "user", "content": "q"}]
 
 
@@ -157,11 +194,17 @@ class TestExtract:
         assert r is not None and r.text == "why"
 
     def test_nothing(self) -> None:
-        assert reasoning_from_message({"role": "assistant", "content": "x", "reasoning_content": None}) is None
+        assert (
+            reasoning_from_message({"role": "assistant", "content": "x", "reasoning_content": None})
+            is None
+        )
 
     def test_record_round_trips_through_json(self) -> None:
         r = Reasoning(
-            parts=(ReasoningPart(text="a", signature="s"), ReasoningPart(kind="redacted", data="d")),
+            parts=(
+                ReasoningPart(text="a", signature="s"),
+                ReasoningPart(kind="redacted", data="d"),
+            ),
             provider="anthropic",
             model="claude",
         )
@@ -173,20 +216,27 @@ class TestIdentity:
         a = {"role": "assistant", "content": "x", "reasoning_content": "r", "tool_calls": None}
         b = {"role": "assistant", "content": "x"}
         assert identity.canonical(a) == identity.canonical(b)
-        assert identity.canonical({"role": "user", "content": "q", "turn": False}) == identity.canonical(
-            {"role": "user", "content": "q"}
-        )
+        assert identity.canonical(
+            {"role": "user", "content": "q", "turn": False}
+        ) == identity.canonical({"role": "user", "content": "q"})
 
     def test_string_and_text_parts_are_the_same_content(self) -> None:
         assert identity.canonical({"role": "user", "content": "ab"}) == identity.canonical(
-            {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}],
+            }
         )
         assert identity.canonical({"role": "assistant", "content": None}) == identity.canonical(
             {"role": "assistant", "content": ""}
         )
 
     def test_scope_separates_keys(self) -> None:
-        msg = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_1", "function": {"name": "f"}}]}
+        msg = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_1", "function": {"name": "f"}}],
+        }
         d = identity.conversation_digest([msg])
         assert identity.message_key("ns=a", msg, d) != identity.message_key("ns=b", msg, d)
 
@@ -199,7 +249,11 @@ class TestIdentity:
         assert k1 != k2
 
     def test_tool_call_key_survives_an_edited_system_prompt(self) -> None:
-        reply = {"role": "assistant", "content": "", "tool_calls": [{"id": "call_x9", "function": {"name": "f"}}]}
+        reply = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "call_x9", "function": {"name": "f"}}],
+        }
         one = [{"role": "system", "content": "now=1"}, {"role": "user", "content": "q"}, reply]
         two = [{"role": "system", "content": "now=2"}, {"role": "user", "content": "q"}, reply]
         k1 = identity.message_key("s", reply, identity.prefix_digests(one)[2])
@@ -208,7 +262,10 @@ class TestIdentity:
 
     def test_extend_matches_prefix_digests(self) -> None:
         msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
-        assert identity.extend_digest(identity.conversation_digest(msgs[:1]), msgs[1]) == identity.prefix_digests(msgs)[1]
+        assert (
+            identity.extend_digest(identity.conversation_digest(msgs[:1]), msgs[1])
+            == identity.prefix_digests(msgs)[1]
+        )
 
 
 class TestTargets:
@@ -227,11 +284,16 @@ class TestTargets:
             ("anthropic", "claude-sonnet-4-5", None, "passthrough"),
         ],
     )
-    def test_default_dialects(self, provider: str, model: str, api_base: str | None, dialect: str) -> None:
+    def test_default_dialects(
+        self, provider: str, model: str, api_base: str | None, dialect: str
+    ) -> None:
         assert resolve_target(provider, model, api_base).dialect == dialect
 
     def test_deepseek_with_tools_keeps_all_turns(self) -> None:
-        assert resolve_target("deepseek", "deepseek-chat", None, has_tools=True).policy is TurnPolicy.ALL_TURNS
+        assert (
+            resolve_target("deepseek", "deepseek-chat", None, has_tools=True).policy
+            is TurnPolicy.ALL_TURNS
+        )
         assert resolve_target("deepseek", "deepseek-chat", None).policy is TurnPolicy.CURRENT_TURN
 
 

@@ -27,7 +27,11 @@ REASONING_KEYS = {"reasoning_content", "reasoning", "thinking_blocks", "provider
 
 
 def _tool_call(call_id: str) -> dict[str, Any]:
-    return {"id": call_id, "type": "function", "function": {"name": "read_file", "arguments": '{"path": "a.py"}'}}
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+    }
 
 
 def _dropped(message: Any) -> dict[str, Any]:
@@ -36,18 +40,42 @@ def _dropped(message: Any) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "assistant", "content": data.get("content")}
     if data.get("tool_calls"):
         out["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": {"name": c["function"]["name"], "arguments": c["function"]["arguments"]}}
+            {
+                "id": c["id"],
+                "type": "function",
+                "function": {
+                    "name": c["function"]["name"],
+                    "arguments": c["function"]["arguments"],
+                },
+            }
             for c in data["tool_calls"]
         ]
     return out
 
 
-async def call(how: str, upstream: Upstream, model: str, messages: list[Any], *, stream: bool = False, **extra: Any) -> Any:
+async def call(
+    how: str,
+    upstream: Upstream,
+    model: str,
+    messages: list[Any],
+    *,
+    stream: bool = False,
+    **extra: Any,
+) -> Any:
     """One request through `how`; returns the assembled reply message the caller got."""
     params: dict[str, Any] = {"messages": messages, "stream": stream, **extra}
     if how.startswith("router."):
         router = litellm.Router(
-            model_list=[{"model_name": "group", "litellm_params": {"model": f"openai/{model}", "api_base": upstream.base_url, "api_key": "k"}}],
+            model_list=[
+                {
+                    "model_name": "group",
+                    "litellm_params": {
+                        "model": f"openai/{model}",
+                        "api_base": upstream.base_url,
+                        "api_key": "k",
+                    },
+                }
+            ],
             num_retries=0,
         )
         target: Any = router
@@ -76,13 +104,21 @@ def assert_no_turn(bodies: Sequence[Mapping[str, Any]]) -> None:
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("how", CALLS)
-async def test_dropping_client_tool_loop(how: str, stream: bool, upstream: Upstream, callback: ReasoningCallback) -> None:
-    """The tool loop's reasoning is restored on the wire, the reply is unchanged, a new turn drops it."""
+async def test_dropping_client_tool_loop(
+    how: str, stream: bool, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """Tool-loop reasoning is restored on the wire, the reply is unchanged, a new turn drops it."""
     model = f"loop-{uuid.uuid4().hex[:8]}"
     call_id = "call_" + uuid.uuid4().hex
     upstream.script(
         model,
-        Reply(message={"content": "", "reasoning_content": "Read a.py before editing.", "tool_calls": [_tool_call(call_id)]}),
+        Reply(
+            message={
+                "content": "",
+                "reasoning_content": "Read a.py before editing.",
+                "tool_calls": [_tool_call(call_id)],
+            }
+        ),
         Reply(message={"content": "Fixed.", "reasoning_content": "Line 3 was wrong."}),
         Reply(message={"content": "Sure.", "reasoning_content": "New question."}),
     )
@@ -108,22 +144,32 @@ async def test_dropping_client_tool_loop(how: str, stream: bool, upstream: Upstr
     assert callback.stats["restored"] == 1
 
 
-async def test_turn_false_delivery_keeps_the_turn(upstream: Upstream, callback: ReasoningCallback) -> None:
+async def test_turn_false_delivery_keeps_the_turn(
+    upstream: Upstream, callback: ReasoningCallback
+) -> None:
     """A job's note with `turn: false` starts no turn; the earlier reply keeps its reasoning."""
     model = f"deliver-{uuid.uuid4().hex[:8]}"
-    upstream.script(model, Reply(message={"content": "Started the tests.", "reasoning_content": "Kick off the job."}))
+    upstream.script(
+        model,
+        Reply(message={"content": "Started the tests.", "reasoning_content": "Kick off the job."}),
+    )
     upstream.always(model, Reply(message={"content": "ok"}))
     messages: list[Any] = [{"role": "user", "content": "Run the tests in the background."}]
     first = await call("acompletion", upstream, model, messages)
-    messages += [_dropped(first), {"role": "user", "content": "[job 1 finished: exit 0]", "turn": False}]
+    messages += [
+        _dropped(first),
+        {"role": "user", "content": "[job 1 finished: exit 0]", "turn": False},
+    ]
     await call("acompletion", upstream, model, messages)
     wire = upstream.bodies(model)[-1]["messages"]
     assert wire[1]["reasoning_content"] == "Kick off the job."
     assert wire[2] == {"role": "user", "content": "[job 1 finished: exit 0]"}
 
 
-async def test_positional_messages_are_rendered_too(upstream: Upstream, callback: ReasoningCallback) -> None:
-    """`acompletion(model, messages)` hides messages from the deployment hook; the body is patched."""
+async def test_positional_messages_are_rendered_too(
+    upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """`acompletion(model, messages)` hides messages from the deployment hook: body patched."""
     model = f"positional-{uuid.uuid4().hex[:8]}"
     upstream.always(model, Reply(message={"content": "ok"}))
     messages = [
@@ -133,17 +179,34 @@ async def test_positional_messages_are_rendered_too(upstream: Upstream, callback
     ]
     await litellm.acompletion(f"openai/{model}", messages, api_base=upstream.base_url, api_key="k")
     wire = upstream.bodies(model)[-1]["messages"]
-    assert wire == [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}, {"role": "user", "content": "q2"}]
+    assert wire == [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "q2"},
+    ]
 
 
-async def test_tenants_never_share_reasoning(upstream: Upstream, callback: ReasoningCallback) -> None:
+async def test_tenants_never_share_reasoning(
+    upstream: Upstream, callback: ReasoningCallback
+) -> None:
     """Identical history and tool-call ids from another namespace get nothing restored."""
     model = f"tenant-{uuid.uuid4().hex[:8]}"
     call_id = "call_" + uuid.uuid4().hex
-    upstream.script(model, Reply(message={"content": "", "reasoning_content": "alice's plan", "tool_calls": [_tool_call(call_id)]}))
+    upstream.script(
+        model,
+        Reply(
+            message={
+                "content": "",
+                "reasoning_content": "alice's plan",
+                "tool_calls": [_tool_call(call_id)],
+            }
+        ),
+    )
     upstream.always(model, Reply(message={"content": "ok"}))
     messages: list[Any] = [{"role": "user", "content": "go"}]
-    first = await call("acompletion", upstream, model, messages, metadata={"reasoning_namespace": "alice"})
+    first = await call(
+        "acompletion", upstream, model, messages, metadata={"reasoning_namespace": "alice"}
+    )
     messages += [_dropped(first), {"role": "tool", "tool_call_id": call_id, "content": "r"}]
     await call("acompletion", upstream, model, messages, metadata={"reasoning_namespace": "bob"})
     assert "reasoning_content" not in upstream.bodies(model)[-1]["messages"][1]
@@ -151,23 +214,44 @@ async def test_tenants_never_share_reasoning(upstream: Upstream, callback: Reaso
     assert upstream.bodies(model)[-1]["messages"][1]["reasoning_content"] == "alice's plan"
 
 
-async def test_fallback_is_rendered_for_the_deployment_it_hits(upstream: Upstream, callback: ReasoningCallback) -> None:
-    """A Router fallback from an OpenAI-compatible server to OpenAI's gpt-4o re-renders: none there."""
+async def test_fallback_is_rendered_for_the_deployment_it_hits(
+    upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """A Router fallback from a compatible server to OpenAI's gpt-4o re-renders: none there."""
     primary, backup = f"qwen-{uuid.uuid4().hex[:8]}", "gpt-4o"
     upstream.script(primary, Reply(raw_body='{"error": {"message": "overloaded"}}', status=500))
     before = len(upstream.bodies(backup))
     upstream.script(backup, Reply(message={"content": "from gpt-4o"}))
     router = litellm.Router(
         model_list=[
-            {"model_name": "primary", "litellm_params": {"model": f"openai/{primary}", "api_base": upstream.base_url, "api_key": "k"}},
-            {"model_name": "backup", "litellm_params": {"model": f"openai/{backup}", "api_base": upstream.base_url, "api_key": "k"}},
+            {
+                "model_name": "primary",
+                "litellm_params": {
+                    "model": f"openai/{primary}",
+                    "api_base": upstream.base_url,
+                    "api_key": "k",
+                },
+            },
+            {
+                "model_name": "backup",
+                "litellm_params": {
+                    "model": f"openai/{backup}",
+                    "api_base": upstream.base_url,
+                    "api_key": "k",
+                },
+            },
         ],
         fallbacks=[{"primary": ["backup"]}],
         num_retries=0,
     )
     messages = [
         {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "", "reasoning_content": "kept by the client", "tool_calls": [_tool_call("call_fallback_1")]},
+        {
+            "role": "assistant",
+            "content": "",
+            "reasoning_content": "kept by the client",
+            "tool_calls": [_tool_call("call_fallback_1")],
+        },
         {"role": "tool", "tool_call_id": "call_fallback_1", "content": "r"},
     ]
     response = await router.acompletion(model="primary", messages=messages)
@@ -186,8 +270,10 @@ class BrokenStore(MemoryStore):
 
 
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
-async def test_store_failure_never_breaks_the_call(how: str, upstream: Upstream, caplog: pytest.LogCaptureFixture) -> None:
-    """A failing store: the call succeeds, one warning, `turn` still removed, nothing else changed."""
+async def test_store_failure_never_breaks_the_call(
+    how: str, upstream: Upstream, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A failing store: the call succeeds, one warning, `turn` removed, nothing else changed."""
     cb = register(ReasoningCallback(store=BrokenStore()))
     model = f"broken-{uuid.uuid4().hex[:8]}"
     upstream.always(model, Reply(message={"content": "still answered"}))
@@ -201,14 +287,18 @@ async def test_store_failure_never_breaks_the_call(how: str, upstream: Upstream,
         for _ in range(3):
             reply = await call(how, upstream, model, messages)
             assert reply.content == "still answered"
-    warnings = [r for r in caplog.records if r.name == "litellm_reasoning" and r.levelno == logging.WARNING]
+    warnings = [
+        r for r in caplog.records if r.name == "litellm_reasoning" and r.levelno == logging.WARNING
+    ]
     assert len(warnings) == 1 and "store is down" in warnings[0].getMessage()
     assert cb.stats["errors"] == 3
     for body in upstream.bodies(model)[-3:]:
         assert body["messages"] == [{k: v for k, v in m.items() if k != "turn"} for m in messages]
 
 
-async def test_many_concurrent_conversations_get_their_own_reasoning(upstream: Upstream, callback: ReasoningCallback) -> None:
+async def test_many_concurrent_conversations_get_their_own_reasoning(
+    upstream: Upstream, callback: ReasoningCallback
+) -> None:
     """Fifty interleaved streamed tool loops: each restores exactly its own reasoning."""
 
     async def conversation(n: int) -> None:
@@ -216,12 +306,21 @@ async def test_many_concurrent_conversations_get_their_own_reasoning(upstream: U
         call_id = f"call_{uuid.uuid4().hex}"
         upstream.script(
             model,
-            Reply(message={"content": "", "reasoning_content": f"plan {n}", "tool_calls": [_tool_call(call_id)]}),
+            Reply(
+                message={
+                    "content": "",
+                    "reasoning_content": f"plan {n}",
+                    "tool_calls": [_tool_call(call_id)],
+                }
+            ),
             Reply(message={"content": "done"}),
         )
         messages: list[Any] = [{"role": "user", "content": "same question"}]
         first = await call("acompletion", upstream, model, messages, stream=True)
-        messages += [_dropped(first), {"role": "tool", "tool_call_id": call_id, "content": "same result"}]
+        messages += [
+            _dropped(first),
+            {"role": "tool", "tool_call_id": call_id, "content": "same result"},
+        ]
         await call("acompletion", upstream, model, messages, stream=True)
         assert upstream.bodies(model)[1]["messages"][1]["reasoning_content"] == f"plan {n}"
 

@@ -27,7 +27,9 @@ def get_dialect(name: str) -> Dialect:
     try:
         return _DIALECTS[name]
     except KeyError:
-        raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(_DIALECTS))}") from None
+        raise ValueError(
+            f"unknown dialect {name!r}; known: {', '.join(sorted(_DIALECTS))}"
+        ) from None
 
 
 def dialect_names() -> list[str]:

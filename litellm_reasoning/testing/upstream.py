@@ -139,10 +139,14 @@ class Upstream:
                     return
                 message = dict(reply.message or {"role": "assistant", "content": ""})
                 message.setdefault("role", "assistant")
-                finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
+                finish = reply.finish_reason or (
+                    "tool_calls" if message.get("tool_calls") else "stop"
+                )
                 model = str(body.get("model", ""))
                 if body.get("stream"):
-                    self._send(200, "text/event-stream", sse_from_message(model, message, finish).encode())
+                    self._send(
+                        200, "text/event-stream", sse_from_message(model, message, finish).encode()
+                    )
                     return
                 payload = {
                     "id": "chatcmpl-" + uuid.uuid4().hex[:12],
@@ -169,7 +173,7 @@ class Upstream:
     @property
     def base_url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://{host!s}:{port}/v1"
 
     def script(self, model: str, *replies: Reply) -> None:
         """Queue `replies` for requests naming `model` (answered in order)."""
