@@ -39,7 +39,14 @@ class ProviderRule:
     policy_with_preserved_thinking: TurnPolicy | None = None
     """A different policy when the request asks the provider to keep earlier thinking
     (`thinking: {"clear_thinking": false}`)."""
+    models: str | None = None
+    """A regular expression the model must contain for the row to apply (other models of the
+    provider are passed through)."""
 
+
+_CLAUDE = r"(?i)claude"
+"""Claude model names on Bedrock (`us.anthropic.claude-…`, `invoke/anthropic.claude-…`) and
+Vertex (`claude-sonnet-4-5@…`)."""
 
 PROVIDER_RULES: tuple[ProviderRule, ...] = (
     ProviderRule(
@@ -80,6 +87,28 @@ PROVIDER_RULES: tuple[ProviderRule, ...] = (
     ),
     ProviderRule(
         "azure", "no_reasoning", TurnPolicy.NONE, "Azure OpenAI chat takes no reasoning back"
+    ),
+    ProviderRule(
+        "anthropic",
+        "anthropic",
+        TurnPolicy.CURRENT_TURN,
+        "signed thinking / redacted_thinking blocks, byte-exact, first in the message; "
+        "required within a tool loop; Anthropic-signed only",
+    ),
+    ProviderRule(
+        "bedrock",
+        "anthropic_bedrock",
+        TurnPolicy.CURRENT_TURN,
+        "Claude on Bedrock (Converse, invoke): Bedrock-signed reasoningContent / redacted "
+        "blocks, as for Anthropic",
+        models=_CLAUDE,
+    ),
+    ProviderRule(
+        "vertex_ai",
+        "anthropic_vertex",
+        TurnPolicy.CURRENT_TURN,
+        "Claude on Vertex AI: Vertex-signed thinking blocks, as for Anthropic",
+        models=_CLAUDE,
     ),
 )
 
@@ -148,6 +177,8 @@ def _default_target(
     rule = _RULES.get(provider)
     if rule is None:
         return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}")
+    if rule.models and not re.search(rule.models, model):
+        return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider}/{model}")
     policy, dialect = rule.policy, rule.dialect
     if has_tools:
         policy = rule.policy_with_tools or policy
@@ -167,3 +198,42 @@ def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Overrid
         else:
             out.append(Override(pattern, policy=TurnPolicy(value)))
     return out
+
+
+def providers_markdown() -> str:
+    """The supported-providers table the README shows (a test keeps the README in step)."""
+    rows = [
+        (
+            "`openai/` on api.openai.com, or an official OpenAI model name",
+            "no_reasoning",
+            "none",
+            "OpenAI chat takes no reasoning back",
+        ),
+        (
+            "`openai/`, `custom_openai/`, `openai_like/` at another api_base",
+            "openai_chat",
+            "current_turn",
+            "OpenAI-compatible server (SGLang, LM Studio, llama.cpp …): reasoning_content",
+        ),
+    ]
+    for rule in PROVIDER_RULES:
+        policy = rule.policy.value
+        if rule.policy_with_tools:
+            policy += f"; with tools: {rule.policy_with_tools.value}"
+        if rule.policy_with_preserved_thinking:
+            policy += f"; clear_thinking false: {rule.policy_with_preserved_thinking.value}"
+        dialect = rule.dialect
+        if rule.dialect_with_tools:
+            dialect += f" (with tools: {rule.dialect_with_tools})"
+        rows.append((f"`{rule.provider}/`", dialect, policy, rule.why))
+    rows.append(
+        (
+            "any other provider",
+            "passthrough",
+            "—",
+            "sent as the client sent it; only `turn` removed",
+        )
+    )
+    lines = ["| target | dialect | turns that keep reasoning | why |", "| --- | --- | --- | --- |"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    return "\n".join(lines)

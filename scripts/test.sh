@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Install the project and run its tests, exactly as CI does.
+#   1. LiteLLM 1.106.12 with the proxy extra (pinned by constraints/proxy-1.106.12.txt): every test,
+#      including the real `litellm` proxy process and the Redis-backed store tests.
+#   2. The newest supported SDK, LiteLLM 1.110.2: every test that does not start the proxy.
+# Each set lives in its own venv under .venvs/ (re-used when present, so a re-run is quick).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export LITELLM_LOCAL_MODEL_COST_MAP=True
+PYTHON="${PYTHON:-python3}"
+
+install() {  # venv-dir constraints-file extras
+  local venv=".venvs/$1"
+  [ -x "$venv/bin/python" ] || "$PYTHON" -m venv "$venv"
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  "$venv/bin/python" -m pip install -q --disable-pip-version-check -c "constraints/$2" -e ".[$3]"
+}
+
+install proxy-1.106.12 proxy-1.106.12.txt dev,proxy
+install sdk-1.110.2 sdk-1.110.2.txt dev
+
+echo "== LiteLLM 1.106.12 (with proxy): all tests"
+.venvs/proxy-1.106.12/bin/python -m pytest -q -p no:cacheprovider "$@"
+echo "== LiteLLM 1.110.2 (SDK): all tests but the proxy process"
+.venvs/sdk-1.110.2/bin/python -m pytest -q -p no:cacheprovider -m "not proxy" "$@"
