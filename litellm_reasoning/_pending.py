@@ -15,8 +15,9 @@ import time
 
 
 class PendingCaptures:
-    def __init__(self, *, max_age_seconds: float = 600.0) -> None:
+    def __init__(self, *, max_age_seconds: float = 600.0, max_open: int = 10_000) -> None:
         self.max_age_seconds = max_age_seconds
+        self.max_open = max_open
         self._by_call: dict[str, tuple[tuple[str, str], threading.Event, float]] = {}
         # Several calls can answer the same state (identical first prompts under one key).
         self._by_state: dict[tuple[str, str], list[threading.Event]] = {}
@@ -27,6 +28,10 @@ class PendingCaptures:
         event = threading.Event()
         with self._lock:
             self._expire(now)
+            previous = self._by_call.pop(call_id, None)
+            if previous is not None:  # a retry of the same call: its first attempt is over
+                self._forget(previous[0], previous[1])
+                previous[1].set()
             self._by_call[call_id] = ((scope, digest), event, now)
             self._by_state.setdefault((scope, digest), []).append(event)
 
@@ -53,9 +58,12 @@ class PendingCaptures:
             del self._by_state[state]
 
     def _expire(self, now: float) -> None:
-        stale = [
-            cid for cid, (_, _, at) in self._by_call.items() if now - at > self.max_age_seconds
-        ]
+        # Insertion order is age order: the oldest entries come first.
+        stale = []
+        for cid, (_, _, at) in self._by_call.items():
+            if now - at <= self.max_age_seconds and len(self._by_call) - len(stale) < self.max_open:
+                break
+            stale.append(cid)
         for call_id in stale:
             state, event, _ = self._by_call.pop(call_id)
             self._forget(state, event)

@@ -281,7 +281,11 @@ class TestTargets:
             ("moonshot", "kimi-k2-thinking", None, "openai_chat"),
             ("hosted_vllm", "Qwen/Qwen3-8B", "http://127.0.0.1:8000/v1", "openai_chat_reasoning"),
             ("groq", "qwen/qwen3-32b", None, "no_reasoning"),
-            ("anthropic", "claude-sonnet-4-5", None, "passthrough"),
+            ("anthropic", "claude-sonnet-4-5", None, "anthropic"),
+            ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", None, "anthropic_bedrock"),
+            ("bedrock", "amazon.nova-pro-v1:0", None, "passthrough"),
+            ("vertex_ai", "claude-sonnet-4-5@20250929", None, "anthropic_vertex"),
+            ("vertex_ai", "gemini-2.5-pro", None, "passthrough"),
         ],
     )
     def test_default_dialects(
@@ -322,3 +326,27 @@ class TestMemoryStore:
     def test_unknown_url(self) -> None:
         with pytest.raises(ValueError, match="unsupported"):
             store_from_url("mongodb://x")
+
+
+class TestPendingCaptures:
+    def test_retry_of_a_call_closes_its_first_attempt(self) -> None:
+        """A Router retry re-opens the same call id; nothing waits on the first attempt after."""
+        from litellm_reasoning._pending import PendingCaptures
+
+        pending = PendingCaptures()
+        pending.open("c1", "s", "d")
+        first = pending.pending("s", "d")
+        pending.open("c1", "s", "d")
+        assert all(e.is_set() for e in first)
+        assert len(pending.pending("s", "d")) == 1
+        pending.close("c1")
+        assert pending.pending("s", "d") == [] and len(pending) == 0
+
+    def test_open_captures_are_bounded(self) -> None:
+        from litellm_reasoning._pending import PendingCaptures
+
+        pending = PendingCaptures(max_open=3)
+        for n in range(10):
+            pending.open(f"c{n}", "s", f"d{n}")
+        assert len(pending) <= 3
+        assert pending.pending("s", "d9")

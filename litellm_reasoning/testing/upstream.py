@@ -67,33 +67,16 @@ def sse_from_message(model: str, message: dict[str, Any], finish: str) -> str:
     if isinstance(content, str) and content:
         out += [_chunk(model, cid, {"content": piece}) for piece in _pieces(content)]
     for index, call in enumerate(message.get("tool_calls") or []):
-        out.append(
-            _chunk(
-                model,
-                cid,
-                {
-                    "tool_calls": [
-                        {
-                            "index": index,
-                            "id": call["id"],
-                            "type": "function",
-                            "function": {"name": call["function"]["name"], "arguments": ""},
-                        }
-                    ]
-                },
-            )
-        )
-        out.append(
-            _chunk(
-                model,
-                cid,
-                {
-                    "tool_calls": [
-                        {"index": index, "function": {"arguments": call["function"]["arguments"]}}
-                    ]
-                },
-            )
-        )
+        function = call.get("function") or {}
+        start = {
+            "index": index,
+            "id": call.get("id") or f"call_{uuid.uuid4().hex[:24]}",
+            "type": "function",
+            "function": {"name": function.get("name", ""), "arguments": ""},
+        }
+        rest = {"index": index, "function": {"arguments": function.get("arguments") or ""}}
+        out.append(_chunk(model, cid, {"tool_calls": [start]}))
+        out.append(_chunk(model, cid, {"tool_calls": [rest]}))
     out.append(_chunk(model, cid, {}, finish))
     out.append("data: [DONE]\n\n")
     return "".join(out)
