@@ -1,27 +1,41 @@
-"""Settings read from the environment, validated with pydantic (the proxy path)."""
+"""Settings for the proxy's ready instance, validated with pydantic.
+
+Two sources, the second overriding the first:
+
+1. the proxy config's `callback_settings: litellm_reasoning: {...}` section (LiteLLM puts that
+   section on `litellm.callback_settings` before it loads `litellm_settings.callbacks`, so the
+   instance sees it when the proxy first asks for `litellm_reasoning.callback`);
+2. `LITELLM_REASONING_<NAME>` environment variables.
+"""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .policy import TurnPolicy
 
 if TYPE_CHECKING:
     from .reasoning_callback import ReasoningCallback
 
 ENV_PREFIX = "LITELLM_REASONING_"
+CONFIG_SECTION = "litellm_reasoning"
 
 
 class Settings(BaseModel):
-    """`LITELLM_REASONING_<NAME>` environment variables."""
+    """What the proxy's instance is built from."""
+
+    model_config = ConfigDict(extra="forbid")
 
     store: str = Field(default="memory://", description="store URL")
     namespace: str = "default"
-    dialects: dict[str, str] = Field(default_factory=dict, description="JSON {pattern: dialect}")
-    policies: dict[str, str] = Field(default_factory=dict, description="JSON {pattern: policy}")
+    dialects: dict[str, str] = Field(default_factory=dict, description="{pattern: dialect}")
+    policies: dict[str, TurnPolicy] = Field(default_factory=dict, description="{pattern: policy}")
     capture_wait_seconds: float = Field(default=2.0, ge=0, le=60)
     log_level: str = "WARNING"
 
@@ -32,30 +46,59 @@ class Settings(BaseModel):
             raise ValueError(f"unknown log level {value!r}")
         return value.upper()
 
+    @field_validator("dialects")
     @classmethod
-    def from_environment(cls) -> Settings:
-        raw: dict[str, object] = {}
+    def _known_dialects(cls, value: dict[str, str]) -> dict[str, str]:
+        from .dialects import get_dialect
+
+        for name in value.values():
+            get_dialect(name)
+        return value
+
+    @classmethod
+    def load(
+        cls, config: Mapping[str, Any] | None = None, environ: Mapping[str, str] | None = None
+    ) -> Settings:
+        """Settings from a config section and the environment (which wins)."""
+        raw: dict[str, Any] = dict(config or {})
+        environ = os.environ if environ is None else environ
         for name in cls.model_fields:
-            value = os.environ.get(ENV_PREFIX + name.upper())
+            value = environ.get(ENV_PREFIX + name.upper())
             if value is None:
                 continue
-            raw[name] = json.loads(value) if name in ("dialects", "policies") else value
+            if name in ("dialects", "policies"):
+                try:
+                    raw[name] = json.loads(value)
+                except ValueError as exc:
+                    raise ValueError(f"{ENV_PREFIX}{name.upper()} is not JSON: {exc}") from exc
+            else:
+                raw[name] = value
         return cls.model_validate(raw)
 
 
+def _proxy_config_section() -> Mapping[str, Any]:
+    import litellm
+
+    section = (getattr(litellm, "callback_settings", None) or {}).get(CONFIG_SECTION)
+    return section if isinstance(section, Mapping) else {}
+
+
 def callback_from_environment() -> ReasoningCallback:
-    """The proxy's instance. A bad setting fails loudly at startup, naming the variable."""
+    """The proxy's instance. A bad setting fails loudly at startup, naming it."""
     from .reasoning_callback import ReasoningCallback
 
     try:
-        settings = Settings.from_environment()
+        settings = Settings.load(_proxy_config_section())
     except (ValidationError, ValueError) as exc:
-        raise RuntimeError(f"litellm-reasoning: invalid {ENV_PREFIX}* setting: {exc}") from exc
+        raise RuntimeError(
+            f"litellm-reasoning: invalid setting (callback_settings.{CONFIG_SECTION} or "
+            f"{ENV_PREFIX}*): {exc}"
+        ) from exc
     logging.getLogger("litellm_reasoning").setLevel(settings.log_level)
     return ReasoningCallback(
         store=settings.store,
         namespace=settings.namespace,
         dialects=settings.dialects,
-        policies=settings.policies,
+        policies={pattern: policy.value for pattern, policy in settings.policies.items()},
         capture_wait_seconds=settings.capture_wait_seconds,
     )
