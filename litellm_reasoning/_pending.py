@@ -59,7 +59,7 @@ class PendingCaptures:
 
     def _expire(self, now: float) -> None:
         # Insertion order is age order: the oldest entries come first.
-        stale = []
+        stale: list[str] = []
         for cid, (_, _, at) in self._by_call.items():
             if now - at <= self.max_age_seconds and len(self._by_call) - len(stale) < self.max_open:
                 break

@@ -22,7 +22,14 @@ def main(argv: list[str] | None = None) -> int:
         help="replay a real recorded tool loop through LiteLLM with the callback (no API key)",
     )
     demo.add_argument("--stream", action="store_true", help="stream every request")
+    from .store_cli import add_parser as add_store_parser
+
+    add_store_parser(commands)
     args = parser.parse_args(argv)
+    if args.command == "store":
+        from .store_cli import run as run_store
+
+        return run_store(args)
     if args.command == "conformance":
         from .conformance import main as run_conformance
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .policy import TurnPolicy
+from .stores import default_store_url
 
 if TYPE_CHECKING:
     from .reasoning_callback import ReasoningCallback
@@ -32,7 +33,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    store: str = Field(default="memory://", description="store URL")
+    store: str = Field(default_factory=default_store_url, description="store URL")
     namespace: str = "default"
     dialects: dict[str, str] = Field(default_factory=dict, description="{pattern: dialect}")
     policies: dict[str, TurnPolicy] = Field(default_factory=dict, description="{pattern: policy}")

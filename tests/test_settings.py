@@ -59,11 +59,21 @@ def test_unknown_key_in_the_section_is_an_error(monkeypatch: pytest.MonkeyPatch)
         callback_from_environment()
 
 
-def test_the_proxy_attribute_is_one_ready_instance() -> None:
+def test_the_proxy_default_store_is_sqlite(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: object
+) -> None:
+    """The proxy's instance keeps reasoning in an embedded SQLite file unless told otherwise."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert Settings.load({}, {}).store.startswith("sqlite:///")
+    assert str(tmp_path) in Settings.load({}, {}).store
+
+
+def test_the_proxy_attribute_is_one_ready_instance(monkeypatch: pytest.MonkeyPatch) -> None:
     """`litellm_reasoning.callback` is an instance, the same on every access, even after the
     module that defines the class has been imported."""
     from litellm_reasoning import ReasoningCallback
 
+    monkeypatch.setenv("LITELLM_REASONING_STORE", "memory://")
     first = litellm_reasoning.callback
     assert isinstance(first, ReasoningCallback)
     assert litellm_reasoning.callback is first

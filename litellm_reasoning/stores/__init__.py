@@ -1,23 +1,162 @@
-"""Stores by URL: `memory://` (in-process). SQLite and Redis backends follow the same interface."""
+"""Stores by URL.
+
+* `memory://?max_records=N&max_bytes=N&ttl=SECONDS`: in-process (the SDK default);
+* `sqlite:///relative/file.db`, `sqlite:////absolute/file.db`: one file shared by the worker
+  processes of one machine (the proxy default), `?ttl=&max_records=&max_bytes=&timeout=`;
+* `redis://[:password@]host:port/db` (`rediss://` for TLS): shared by every replica,
+  `?ttl=&max_records=` (per tenant) `&timeout=&prefix=`; other query options go to redis-py.
+
+Every URL also takes `max_record_bytes`. SQLite and Redis stores come wrapped in
+`ResilientStore` (`?local_records=N` bounds its in-memory layer, `?retry=SECONDS` how often a
+down backend is probed); `open_backend` gives the bare backend (what the operator CLI uses).
+"""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlparse
+import os
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
 
-from ._base import DEFAULT_TTL_SECONDS, ReasoningStore
+from ._base import (
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_TTL_SECONDS,
+    ReasoningStore,
+    StoredRecord,
+    StoreUnsupported,
+    TenantStats,
+    scope_id,
+)
 from .memory import MemoryStore
+from .resilient import ResilientStore
+
+SUPPORTED = "memory://, sqlite:///path/to/file.db, redis://host:port/db (rediss:// for TLS)"
+
+_COMMON = {"ttl", "max_record_bytes"}
+_WRAPPER = {"local_records", "retry"}
+_OPTIONS = {
+    "memory": _COMMON | {"max_records", "max_bytes"},
+    "sqlite": _COMMON | _WRAPPER | {"max_records", "max_bytes", "timeout"},
+    "redis": _COMMON | _WRAPPER | {"max_records", "timeout", "prefix"},
+}
+
+
+def default_store_url() -> str:
+    """The proxy's default: a SQLite file in the user's data directory
+    (`$XDG_DATA_HOME/litellm-reasoning/reasoning.db`, else `~/.local/share/…`)."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path("~/.local/share").expanduser())
+    return f"sqlite:///{Path(base) / 'litellm-reasoning' / 'reasoning.db'}"
+
+
+def _split(url: str) -> tuple[str, Any, dict[str, str], dict[str, str]]:
+    """(kind, parsed URL, our options, other query options)."""
+    parsed = urlparse(url)
+    kind = {"rediss": "redis", "unix": "redis"}.get(parsed.scheme, parsed.scheme)
+    if kind not in _OPTIONS:
+        raise ValueError(f"unsupported reasoning store URL {url!r}; supported: {SUPPORTED}")
+    ours: dict[str, str] = {}
+    others: dict[str, str] = {}
+    for name, value in parse_qsl(parsed.query, keep_blank_values=True):
+        (ours if name in _OPTIONS[kind] else others)[name] = value
+    if others and kind != "redis":
+        raise ValueError(
+            f"unknown option(s) {sorted(others)} in reasoning store URL {url!r}; "
+            f"{kind} takes {sorted(_OPTIONS[kind])}"
+        )
+    return kind, parsed, ours, others
+
+
+def _number(options: dict[str, str], name: str, default: float) -> float:
+    try:
+        value = float(options.get(name, default))
+    except ValueError:
+        raise ValueError(
+            f"reasoning store option {name}={options[name]!r} is not a number"
+        ) from None
+    if value <= 0:
+        raise ValueError(f"reasoning store option {name} must be positive, not {value}")
+    return value
+
+
+def _common(options: dict[str, str]) -> dict[str, Any]:
+    return {
+        "ttl_seconds": _number(options, "ttl", DEFAULT_TTL_SECONDS),
+        "max_record_bytes": int(_number(options, "max_record_bytes", DEFAULT_MAX_RECORD_BYTES)),
+    }
+
+
+def _display(kind: str, parsed: Any) -> str:
+    """The URL without password or options, for logs."""
+    if kind == "sqlite":
+        return f"sqlite://{parsed.path}"
+    host = parsed.hostname or ""
+    port = f":{parsed.port}" if parsed.port else ""
+    return f"{parsed.scheme}://{host}{port}{parsed.path}"
+
+
+def open_backend(url: str) -> ReasoningStore:
+    """The bare store for `url`: errors raise (no local layer, no breaker)."""
+    kind, parsed, options, others = _split(url)
+    common = _common(options)
+    if kind == "memory":
+        max_bytes = options.get("max_bytes")
+        return MemoryStore(
+            max_records=int(_number(options, "max_records", 50_000)),
+            max_bytes=int(_number(options, "max_bytes", 1)) if max_bytes else None,
+            **common,
+        )
+    if kind == "sqlite":
+        from .sqlite import SqliteStore
+
+        path = parsed.netloc + parsed.path
+        path = path[1:] if path.startswith("/") else path
+        if not path:
+            raise ValueError(f"reasoning store URL {url!r} names no file: sqlite:///path/file.db")
+        return SqliteStore(
+            path,
+            max_records=int(_number(options, "max_records", 200_000)),
+            max_bytes=int(_number(options, "max_bytes", 1024**3)),
+            timeout=_number(options, "timeout", 0.5),
+            **common,
+        )
+    from .redis import DEFAULT_PREFIX, RedisStore
+
+    return RedisStore(
+        urlunparse(parsed._replace(query=urlencode(others))),
+        prefix=options.get("prefix", DEFAULT_PREFIX),
+        max_records=int(_number(options, "max_records", 10_000)),
+        timeout=_number(options, "timeout", 0.2),
+        **common,
+    )
 
 
 def store_from_url(url: str) -> ReasoningStore:
-    """A store for `url`. `memory://?max_records=N&ttl=SECONDS` is the only scheme so far."""
-    parsed = urlparse(url)
-    options = {k: v[-1] for k, v in parse_qs(parsed.query).items()}
-    if parsed.scheme == "memory":
-        return MemoryStore(
-            max_records=int(options.get("max_records", 50_000)),
-            ttl_seconds=float(options.get("ttl", DEFAULT_TTL_SECONDS)),
-        )
-    raise ValueError(f"unsupported reasoning store URL {url!r}; supported: memory://")
+    """The store for `url`; SQLite and Redis come behind a `ResilientStore` (never raises)."""
+    backend = open_backend(url)
+    if isinstance(backend, MemoryStore):
+        return backend
+    kind, parsed, options, _ = _split(url)
+    local = MemoryStore(
+        max_records=int(_number(options, "local_records", 10_000)), **_common(options)
+    )
+    return ResilientStore(
+        backend,
+        local=local,
+        retry_seconds=_number(options, "retry", 2.0),
+        name=_display(kind, parsed),
+    )
 
 
-__all__ = ["MemoryStore", "ReasoningStore", "store_from_url"]
+__all__ = [
+    "SUPPORTED",
+    "MemoryStore",
+    "ReasoningStore",
+    "ResilientStore",
+    "StoreUnsupported",
+    "StoredRecord",
+    "TenantStats",
+    "default_store_url",
+    "open_backend",
+    "scope_id",
+    "store_from_url",
+]

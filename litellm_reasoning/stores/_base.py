@@ -2,13 +2,20 @@
 
 The sync methods are the contract; the async twins default to a thread hop so a blocking
 backend never stalls the event loop, and backends with native async override them.
+
+Every record belongs to a tenant scope (`ns=…|key=<hashed virtual key>|team=…|user=…`). Keys
+already embed a hash of the scope, and every backend also files records under `scope_id(scope)`
+so a lookup can only ever match its own tenant's records, and operators can list and purge a
+tenant (`litellm-reasoning store`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..types import Reasoning
 
@@ -23,6 +30,43 @@ def record_size(record: Reasoning) -> int:
     return sum(
         len(part.text) + len(part.signature or "") + len(part.data or "") for part in record.parts
     )
+
+
+def scope_id(scope: str) -> str:
+    """A short, stable id of a tenant scope (16 hex digits), what backends file records under."""
+    return hashlib.blake2b(scope.encode(), digest_size=8, person=b"lr-scope").hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRecord:
+    """One record as an operator sees it (`litellm-reasoning store show`)."""
+
+    scope: str
+    key: str
+    created_at: float
+    """Unix time it was written."""
+    expires_at: float
+    """Unix time it stops being served."""
+    size: int
+    """`record_size` of the record (what the caps count)."""
+    record: Reasoning | None
+    """None when the stored bytes could not be read back (another schema version, damage)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TenantStats:
+    """What a backend holds for one tenant (`litellm-reasoning store stats`)."""
+
+    scope: str
+    scope_id: str
+    records: int
+    bytes: int
+    oldest: float | None
+    newest: float | None
+
+
+class StoreUnsupported(NotImplementedError):
+    """The backend cannot do this (e.g. inspect a `memory://` store from another process)."""
 
 
 class ReasoningStore(ABC):
@@ -42,11 +86,35 @@ class ReasoningStore(ABC):
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         await asyncio.to_thread(self.put_many, scope, records)
 
+    # ------------------------------------------------------------------ operator side
+
+    def tenants(self) -> list[TenantStats]:
+        """Record counts, bytes and age per tenant (live records only)."""
+        raise StoreUnsupported(f"{type(self).__name__} cannot list its tenants")
+
+    def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
+        """The newest `limit` live records of `scope` (a scope string or its `scope_id`)."""
+        raise StoreUnsupported(f"{type(self).__name__} cannot list records")
+
+    def purge(self, *, scope: str | None = None, older_than: float | None = None) -> int:
+        """Remove the records of `scope` (a scope string or its `scope_id`; None: every tenant)
+        written more than `older_than` seconds ago (None: any age). Returns how many went."""
+        raise StoreUnsupported(f"{type(self).__name__} cannot purge")
+
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release connections and files."""
+
+    def __bool__(self) -> bool:
+        # A store with a `__len__` of 0 must not read as "no store" (`store or MemoryStore()`).
+        return True
 
     def __enter__(self) -> ReasoningStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def matches_scope(scope: str, wanted: str | None) -> bool:
+    """`wanted` names `scope` by its text or its `scope_id` (None matches every scope)."""
+    return wanted is None or wanted in (scope, scope_id(scope))

@@ -6,28 +6,51 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
 from ..types import Reasoning
-from ._base import DEFAULT_MAX_RECORD_BYTES, DEFAULT_TTL_SECONDS, ReasoningStore, record_size
+from ._base import (
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_TTL_SECONDS,
+    ReasoningStore,
+    StoredRecord,
+    TenantStats,
+    matches_scope,
+    record_size,
+    scope_id,
+)
+
+
+@dataclass(slots=True)
+class _Entry:
+    created_at: float
+    expires_at: float
+    size: int
+    record: Reasoning
 
 
 class MemoryStore(ReasoningStore):
-    """Records in a dict, least recently used evicted first once `max_records` is reached."""
+    """Records in a dict, least recently used evicted first once `max_records` or `max_bytes`
+    is reached. `clock` is the wall clock (injectable for tests)."""
 
     def __init__(
         self,
         *,
         max_records: int = 50_000,
+        max_bytes: int | None = None,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_records = max_records
+        self.max_bytes = max_bytes
         self.ttl_seconds = ttl_seconds
         self.max_record_bytes = max_record_bytes
         self._clock = clock
-        self._records: OrderedDict[tuple[str, str], tuple[float, Reasoning]] = OrderedDict()
-        # Sync LiteLLM calls capture on its logging thread pool while requests read.
+        self._records: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._bytes = 0
+        # Sync LiteLLM calls capture on its logging thread pool while requests read; the lock
+        # guards `_records` and `_bytes` (no I/O ever happens under it).
         self._lock = threading.Lock()
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
@@ -38,30 +61,82 @@ class MemoryStore(ReasoningStore):
                 entry = self._records.get((scope, key))
                 if entry is None:
                     continue
-                expires_at, record = entry
-                if expires_at <= now:
-                    del self._records[(scope, key)]
+                if entry.expires_at <= now:
+                    self._drop((scope, key))
                     continue
                 self._records.move_to_end((scope, key))
-                found[key] = record
+                found[key] = entry.record
         return found
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        expires_at = self._clock() + self.ttl_seconds
+        now = self._clock()
         with self._lock:
             for key, record in records.items():
-                if record_size(record) > self.max_record_bytes:
+                size = record_size(record)
+                if size > self.max_record_bytes:
                     continue
-                self._records[(scope, key)] = (expires_at, record)
-                self._records.move_to_end((scope, key))
-            while len(self._records) > self.max_records:
-                self._records.popitem(last=False)
+                self._drop((scope, key))
+                self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
+                self._bytes += size
+            while len(self._records) > self.max_records or (
+                self.max_bytes is not None and self._bytes > self.max_bytes and self._records
+            ):
+                _, entry = self._records.popitem(last=False)
+                self._bytes -= entry.size
+
+    def _drop(self, where: tuple[str, str]) -> None:
+        entry = self._records.pop(where, None)
+        if entry is not None:
+            self._bytes -= entry.size
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return self.get_many(scope, keys)
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self.put_many(scope, records)
+
+    # ------------------------------------------------------------------ operator side
+
+    def _live(self) -> list[tuple[str, str, _Entry]]:
+        now = self._clock()
+        with self._lock:
+            return [(s, k, e) for (s, k), e in self._records.items() if e.expires_at > now]
+
+    def tenants(self) -> list[TenantStats]:
+        by_scope: dict[str, list[_Entry]] = {}
+        for scope, _, entry in self._live():
+            by_scope.setdefault(scope, []).append(entry)
+        return [
+            TenantStats(
+                scope=scope,
+                scope_id=scope_id(scope),
+                records=len(entries),
+                bytes=sum(e.size for e in entries),
+                oldest=min(e.created_at for e in entries),
+                newest=max(e.created_at for e in entries),
+            )
+            for scope, entries in sorted(by_scope.items())
+        ]
+
+    def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
+        rows = [
+            StoredRecord(s, k, e.created_at, e.expires_at, e.size, e.record)
+            for s, k, e in self._live()
+            if matches_scope(s, scope)
+        ]
+        return sorted(rows, key=lambda r: r.created_at, reverse=True)[:limit]
+
+    def purge(self, *, scope: str | None = None, older_than: float | None = None) -> int:
+        cutoff = None if older_than is None else self._clock() - older_than
+        with self._lock:
+            doomed = [
+                where
+                for where, entry in self._records.items()
+                if matches_scope(where[0], scope) and (cutoff is None or entry.created_at < cutoff)
+            ]
+            for where in doomed:
+                self._drop(where)
+        return len(doomed)
 
     def __len__(self) -> int:
         return len(self._records)

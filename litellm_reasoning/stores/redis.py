@@ -1,0 +1,270 @@
+"""The shared store for many proxy replicas: Redis (`redis://host:port/db`, `rediss://` for TLS).
+
+Layout, under `prefix` (default `litellm_reasoning:`):
+
+* `<prefix>r:<scope_id>:<key>`: one record (the JSON of `_codec`), `SET … PX ttl`, so Redis
+  expires it on its own;
+* `<prefix>i:<scope_id>`: the tenant's index, a sorted set of its record keys scored by write
+  time (ms). Every write trims it: entries older than the TTL go, and beyond `max_records` the
+  tenant's oldest records are deleted. The index itself expires `ttl` after the tenant's last
+  write.
+
+A read is ONE round trip (`MGET`) however many messages are looked up. A write is one atomic Lua
+script (records, index, trim), so concurrent writers of one key never leave half a record.
+
+Bounds: TTL and the per-tenant cap are enforced here; the total memory Redis uses is bounded by
+the server's `maxmemory` with an eviction policy such as `volatile-ttl` or `allkeys-lru` (every
+key this store writes has a TTL). Timeouts are short (`timeout`, default 0.2 s, for connect and
+each reply) and redis-py's own retries are off: `ResilientStore` decides what happens next.
+
+The sync methods use a `redis.Redis` client, the async ones a `redis.asyncio.Redis` client per
+event loop; key building and (de)serialisation are shared, so each method body is a line or two.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any
+
+from ..types import Reasoning
+from . import _codec
+from ._base import (
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_TTL_SECONDS,
+    ReasoningStore,
+    StoredRecord,
+    TenantStats,
+    record_size,
+    scope_id,
+)
+
+try:
+    import redis
+    import redis.asyncio as aioredis
+    from redis.asyncio.retry import Retry as AsyncRetry
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+except ImportError as _error:  # pragma: no cover - exercised without the extra
+    redis = None  # type: ignore[assignment]
+    _import_error: ImportError | None = _error
+else:
+    _import_error = None
+
+DEFAULT_PREFIX = "litellm_reasoning:"
+
+_PUT = """
+-- KEYS[1]: the tenant's index; KEYS[2..]: record keys.
+-- ARGV[1]: now (ms); ARGV[2]: ttl (ms); ARGV[3]: per-tenant cap; ARGV[4..]: bodies, KEYS order.
+local index, now, ttl, cap = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+for i = 2, #KEYS do
+  redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ttl)
+  redis.call('ZADD', index, now, KEYS[i])
+end
+redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
+local excess = redis.call('ZCARD', index) - cap
+if excess > 0 then
+  for _, key in ipairs(redis.call('ZRANGE', index, 0, excess - 1)) do
+    redis.call('UNLINK', key)
+  end
+  redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
+else
+  excess = 0
+end
+redis.call('PEXPIRE', index, ttl)
+return excess
+"""
+
+_CHUNK = 500
+
+
+class RedisStore(ReasoningStore):
+    """Records in Redis, shared by every process that points at the same server and prefix."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = DEFAULT_PREFIX,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        max_records: int = 10_000,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        timeout: float = 0.2,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if _import_error is not None:
+            raise ImportError(
+                "the Redis reasoning store needs redis-py: pip install 'litellm-reasoning[redis]'"
+            ) from _import_error
+        self.url = url
+        self.prefix = prefix
+        self.ttl_seconds = ttl_seconds
+        self.max_records = max_records
+        """Per tenant: a tenant's oldest records go first beyond it."""
+        self.max_record_bytes = max_record_bytes
+        self.timeout = timeout
+        self._clock = clock
+        self._options: dict[str, Any] = {
+            "socket_timeout": timeout,
+            "socket_connect_timeout": timeout,
+            "retry": Retry(NoBackoff(), 0),
+        }
+        # redis-py's reply types are unions of every possible reply; the replies used here are
+        # documented by the commands, so the clients are typed loosely.
+        self._sync: Any = redis.Redis.from_url(url, **self._options)
+        self._sync_put = self._sync.register_script(_PUT)
+        # redis.asyncio connections belong to the loop that opened them: one client per loop.
+        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _aclient(self) -> tuple[Any, Any]:
+        loop = asyncio.get_running_loop()
+        entry = self._async.get(loop)
+        if entry is None:
+            client = aioredis.Redis.from_url(
+                self.url, **{**self._options, "retry": AsyncRetry(NoBackoff(), 0)}
+            )
+            entry = self._async[loop] = (client, client.register_script(_PUT))
+        return entry
+
+    # ------------------------------------------------------------------ shared helpers
+
+    def _record_key(self, sid: str, key: str) -> str:
+        return f"{self.prefix}r:{sid}:{key}"
+
+    def _index(self, sid: str) -> str:
+        return f"{self.prefix}i:{sid}"
+
+    def _names(self, scope: str, keys: Sequence[str]) -> list[str]:
+        sid = scope_id(scope)
+        return [self._record_key(sid, key) for key in keys]
+
+    @staticmethod
+    def _found(scope: str, keys: Sequence[str], values: Sequence[Any]) -> dict[str, Reasoning]:
+        found: dict[str, Reasoning] = {}
+        for key, raw in zip(keys, values, strict=True):
+            if raw is None:
+                continue
+            decoded = _codec.decode(raw)
+            if decoded.record is not None and decoded.scope == scope:
+                found[key] = decoded.record
+        return found
+
+    def _put_args(self, scope: str, records: Mapping[str, Reasoning]) -> dict[str, Any] | None:
+        """The `_PUT` script's keys and args, or None when no record is small enough to keep."""
+        sid, now = scope_id(scope), self._clock()
+        kept = {k: r for k, r in records.items() if record_size(r) <= self.max_record_bytes}
+        if not kept:
+            return None
+        bodies = [_codec.encode(scope, record, now) for record in kept.values()]
+        ttl_ms = max(1, round(self.ttl_seconds * 1000))
+        return {
+            "keys": [self._index(sid), *(self._record_key(sid, key) for key in kept)],
+            "args": [round(now * 1000), ttl_ms, self.max_records, *bodies],
+        }
+
+    # ------------------------------------------------------------------ contract
+
+    def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        names = self._names(scope, keys)
+        return self._found(scope, keys, self._sync.mget(names)) if names else {}
+
+    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        names = self._names(scope, keys)
+        return self._found(scope, keys, await self._aclient()[0].mget(names)) if names else {}
+
+    def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        if call := self._put_args(scope, records):
+            self._sync_put(**call)
+
+    async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        if call := self._put_args(scope, records):
+            await self._aclient()[1](**call)
+
+    def close(self) -> None:
+        self._sync.close()
+        self._async.clear()
+
+    async def aclose(self) -> None:
+        """Close this loop's async connections too (the sync `close` cannot await them)."""
+        entry = self._async.pop(asyncio.get_running_loop(), None)
+        if entry is not None:
+            await entry[0].aclose()
+        self.close()
+
+    # ------------------------------------------------------------------ operator side
+
+    def _indexes(self, scope: str | None) -> list[str]:
+        if scope is not None:
+            return [
+                i
+                for i in {self._index(scope_id(scope)), self._index(scope)}
+                if self._sync.exists(i)
+            ]
+        return sorted(
+            name.decode() if isinstance(name, bytes) else name
+            for name in self._sync.scan_iter(match=f"{self.prefix}i:*", count=1000)
+        )
+
+    def _live(self, index: str) -> Iterator[tuple[str, float, int, bytes | None]]:
+        """(record key, written at, ms to live, body) of the live records an index names."""
+        entries = self._sync.zrange(index, 0, -1, withscores=True)
+        for start in range(0, len(entries), _CHUNK):
+            chunk = entries[start : start + _CHUNK]
+            pipe = self._sync.pipeline(transaction=False)
+            for name, _ in chunk:
+                pipe.get(name)
+                pipe.pttl(name)
+            replies = pipe.execute()
+            for i, (name, score) in enumerate(chunk):
+                body, pttl = replies[2 * i], replies[2 * i + 1]
+                if body is not None:
+                    yield (name.decode(), score / 1000, pttl, body)
+
+    def _stored(self, index: str) -> list[StoredRecord]:
+        now = self._clock()
+        out = []
+        for name, created, pttl, body in self._live(index):
+            decoded = _codec.decode(body or b"")
+            key = name.rsplit(":", 1)[-1]
+            size = record_size(decoded.record) if decoded.record else len(body or b"")
+            expires = now + pttl / 1000 if pttl >= 0 else float("inf")
+            out.append(StoredRecord(decoded.scope, key, created, expires, size, decoded.record))
+        return out
+
+    def tenants(self) -> list[TenantStats]:
+        stats = []
+        for index in self._indexes(None):
+            rows = self._stored(index)
+            if rows:
+                stats.append(
+                    TenantStats(
+                        scope=rows[0].scope,
+                        scope_id=index.rsplit(":", 1)[-1],
+                        records=len(rows),
+                        bytes=sum(r.size for r in rows),
+                        oldest=min(r.created_at for r in rows),
+                        newest=max(r.created_at for r in rows),
+                    )
+                )
+        return sorted(stats, key=lambda s: s.scope)
+
+    def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
+        rows = [r for index in self._indexes(scope) for r in self._stored(index)]
+        return sorted(rows, key=lambda r: r.created_at, reverse=True)[:limit]
+
+    def purge(self, *, scope: str | None = None, older_than: float | None = None) -> int:
+        cutoff = "+inf" if older_than is None else f"({round((self._clock() - older_than) * 1000)}"
+        removed = 0
+        for index in self._indexes(scope):
+            names = self._sync.zrangebyscore(index, "-inf", cutoff)
+            for start in range(0, len(names), _CHUNK):
+                chunk = names[start : start + _CHUNK]
+                pipe = self._sync.pipeline(transaction=True)
+                pipe.unlink(*chunk)
+                pipe.zrem(index, *chunk)
+                removed += pipe.execute()[0]
+        return removed

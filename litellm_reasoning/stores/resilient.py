@@ -1,0 +1,305 @@
+"""`ResilientStore`: a persistent backend behind a local in-memory layer, failing open.
+
+The backend (SQLite, Redis) may be down, slow, locked, read-only or full. Through this wrapper
+every call still returns, within the backend's own short timeout, and never raises:
+
+* every record written also goes to a bounded local `MemoryStore`;
+* when a backend call fails, the store is *down*: one warning is logged (not one per request),
+  and until `retry_seconds` have passed calls do not touch the backend at all (no added delay).
+  Reads are served from the local layer, writes are kept there and remembered as pending;
+* after `retry_seconds` one call probes the backend (the others keep using the local layer);
+  when it succeeds the store is *up* again: one warning says so, and the pending records are
+  written through (oldest first, in chunks, stopping at the first failure);
+* while up, the backend is authoritative: the local layer only answers for records that are
+  still pending (so `litellm-reasoning store purge` is not undone by a replica's memory).
+
+What can be lost: records beyond the local layer's bound (`local_records`, oldest first) while
+the backend is down, and pending records when the process ends before the backend returns
+(`close` tries one last write-through).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+
+from ..types import Reasoning
+from ._base import ReasoningStore, StoredRecord, TenantStats
+from .memory import MemoryStore
+
+logger = logging.getLogger("litellm_reasoning")
+
+_FLUSH_CHUNK = 200
+
+
+class ResilientStore(ReasoningStore):
+    """`backend` with a local in-memory layer and an outage breaker; never raises."""
+
+    def __init__(
+        self,
+        backend: ReasoningStore,
+        *,
+        local: MemoryStore | None = None,
+        retry_seconds: float = 2.0,
+        name: str | None = None,
+    ) -> None:
+        self.backend = backend
+        self.local = local if local is not None else MemoryStore(max_records=10_000)
+        self.retry_seconds = retry_seconds
+        self.name = name or type(backend).__name__
+        self.stats: Counter[str] = Counter()
+        """outages, recoveries, failures, held (kept locally while down), written_through, lost."""
+        # `_lock` guards the breaker state and `_pending`; no I/O ever happens under it.
+        self._lock = threading.Lock()
+        self._down_since: float | None = None
+        self._retry_at = 0.0
+        self._pending: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """(scope, key) -> generation of records kept only locally, oldest first."""
+        self._generation = 0
+        self._flushing = False
+
+    @property
+    def available(self) -> bool:
+        """False while the backend is considered down."""
+        return self._down_since is None
+
+    @property
+    def pending(self) -> int:
+        """Records kept only in the local layer, waiting for the backend."""
+        return len(self._pending)
+
+    # ------------------------------------------------------------------ breaker
+
+    def _route(self) -> bool:
+        """True when this call should use the backend (it is up, or this call is the probe)."""
+        with self._lock:
+            if self._down_since is None:
+                return True
+            now = time.monotonic()
+            if now < self._retry_at:
+                return False
+            self._retry_at = now + self.retry_seconds
+            return True
+
+    def _failed(self, exc: Exception, doing: str) -> None:
+        now = time.monotonic()
+        with self._lock:
+            first = self._down_since is None
+            if first:
+                self._down_since = now
+            self._retry_at = now + self.retry_seconds
+        self.stats["failures"] += 1
+        if not first:
+            logger.debug("litellm-reasoning: store %s still unavailable (%r)", self.name, exc)
+            return
+        self.stats["outages"] += 1
+        logger.warning(
+            "litellm-reasoning: reasoning store %s unavailable while %s (%s: %s); requests go on "
+            "with a local in-memory layer of up to %d records, written through when it returns "
+            "(retrying every %.1f s)",
+            self.name,
+            doing,
+            type(exc).__name__,
+            exc,
+            self.local.max_records,
+            self.retry_seconds,
+        )
+
+    def _succeeded(self) -> bool:
+        """After a backend call worked. True when this call must write the pending records
+        through: the store only counts as available again once they are all written."""
+        with self._lock:
+            if self._down_since is None or self._flushing:
+                return False
+            if self._pending:
+                self._flushing = True
+                return True
+            down_since, self._down_since = self._down_since, None
+        self._recovered(down_since, 0)
+        return False
+
+    def _recovered(self, down_since: float, written: int) -> None:
+        self.stats["recoveries"] += 1
+        logger.warning(
+            "litellm-reasoning: reasoning store %s is available again after %.1f s; %d record(s) "
+            "kept locally were written through",
+            self.name,
+            time.monotonic() - down_since,
+            written,
+        )
+
+    def _hold(self, scope: str, keys: Sequence[str]) -> None:
+        """`keys` are only in the local layer: remember to write them through."""
+        with self._lock:
+            for key in keys:
+                self._generation += 1
+                self._pending[(scope, key)] = self._generation
+                self._pending.move_to_end((scope, key))
+            while len(self._pending) > self.local.max_records:
+                self._pending.popitem(last=False)
+                self.stats["lost"] += 1
+        self.stats["held"] += len(keys)
+
+    def _release(self, scope: str, keys: Sequence[str], marks: Mapping[str, int] | None) -> None:
+        """`keys` reached the backend (`marks`: only if not held again since)."""
+        with self._lock:
+            for key in keys:
+                mark = self._pending.get((scope, key))
+                if mark is not None and (marks is None or marks.get(key) == mark):
+                    del self._pending[(scope, key)]
+
+    def _batches(self) -> Iterator[tuple[str, dict[str, Reasoning], dict[str, int]]]:
+        """Pending records by scope, in chunks: (scope, records, generation marks)."""
+        with self._lock:
+            by_scope: defaultdict[str, dict[str, int]] = defaultdict(dict)
+            for (scope, key), mark in self._pending.items():
+                by_scope[scope][key] = mark
+        for scope, marks in by_scope.items():
+            keys = list(marks)
+            for start in range(0, len(keys), _FLUSH_CHUNK):
+                chunk = keys[start : start + _FLUSH_CHUNK]
+                records = self.local.get_many(scope, chunk)
+                self._release(scope, [k for k in chunk if k not in records], marks)  # expired
+                if records:
+                    yield scope, records, marks
+
+    def _flushed(self, scope: str, records: Mapping[str, Reasoning], marks: dict[str, int]) -> int:
+        self._release(scope, list(records), marks)
+        self.stats["written_through"] += len(records)
+        return len(records)
+
+    def _flush_ended(self, written: int, exc: Exception | None) -> None:
+        with self._lock:
+            self._flushing = False
+            down_since = self._down_since
+            if exc is None and not self._pending:
+                self._down_since = None
+        if exc is not None:
+            self._failed(exc, "writing records kept during an outage through")
+        elif down_since is not None and not self._pending:
+            self._recovered(down_since, written)
+
+    def _merge(
+        self, scope: str, keys: Sequence[str], found: dict[str, Reasoning] | None
+    ) -> dict[str, Reasoning]:
+        """The backend's answer, completed from the local layer (all of it when down)."""
+        if found is None:
+            return self.local.get_many(scope, keys)
+        with self._lock:
+            local = [k for k in keys if k not in found and (scope, k) in self._pending]
+        if local:
+            found.update(self.local.get_many(scope, local))
+        return found
+
+    # ------------------------------------------------------------------ sync
+
+    def _flush(self) -> None:
+        written = 0
+        try:
+            for scope, records, marks in self._batches():
+                self.backend.put_many(scope, records)
+                written += self._flushed(scope, records, marks)
+        except Exception as exc:
+            self._flush_ended(written, exc)
+        else:
+            self._flush_ended(written, None)
+
+    def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        found: dict[str, Reasoning] | None = None
+        if keys and self._route():
+            try:
+                found = self.backend.get_many(scope, keys)
+            except Exception as exc:
+                self._failed(exc, "reading")
+            else:
+                if self._succeeded():
+                    self._flush()
+        return self._merge(scope, keys, found)
+
+    def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self.local.put_many(scope, records)
+        if not records:
+            return
+        if not self._route():
+            self._hold(scope, list(records))
+            return
+        try:
+            self.backend.put_many(scope, records)
+        except Exception as exc:
+            self._failed(exc, "writing")
+            self._hold(scope, list(records))
+            return
+        self._release(scope, list(records), None)
+        if self._succeeded():
+            self._flush()
+
+    # ------------------------------------------------------------------ async
+
+    async def _aflush(self) -> None:
+        written = 0
+        try:
+            for scope, records, marks in self._batches():
+                await self.backend.aput_many(scope, records)
+                written += self._flushed(scope, records, marks)
+        except Exception as exc:
+            self._flush_ended(written, exc)
+        else:
+            self._flush_ended(written, None)
+
+    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        found: dict[str, Reasoning] | None = None
+        if keys and self._route():
+            try:
+                found = await self.backend.aget_many(scope, keys)
+            except Exception as exc:
+                self._failed(exc, "reading")
+            else:
+                if self._succeeded():
+                    await self._aflush()
+        return self._merge(scope, keys, found)
+
+    async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self.local.put_many(scope, records)
+        if not records:
+            return
+        if not self._route():
+            self._hold(scope, list(records))
+            return
+        try:
+            await self.backend.aput_many(scope, records)
+        except Exception as exc:
+            self._failed(exc, "writing")
+            self._hold(scope, list(records))
+            return
+        self._release(scope, list(records), None)
+        if self._succeeded():
+            await self._aflush()
+
+    # ------------------------------------------------------------------ lifecycle, operator side
+
+    def close(self) -> None:
+        """One last write-through of pending records (stops at the first failure), then close."""
+        if self._pending and self._route():
+            with self._lock:
+                flush = not self._flushing
+                self._flushing = True
+            if flush:
+                self._flush()
+        try:
+            self.backend.close()
+        except Exception as exc:
+            logger.debug("litellm-reasoning: closing store %s failed (%r)", self.name, exc)
+
+    def tenants(self) -> list[TenantStats]:
+        return self.backend.tenants()
+
+    def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
+        return self.backend.list_records(scope, limit=limit)
+
+    def purge(self, *, scope: str | None = None, older_than: float | None = None) -> int:
+        removed = self.backend.purge(scope=scope, older_than=older_than)
+        self.local.purge(scope=scope, older_than=older_than)
+        return removed

@@ -1,0 +1,254 @@
+"""The embedded persistent store: one SQLite file, shared by every worker process of a proxy.
+
+* WAL journal, so readers never wait for the writer and several processes can use one file;
+  `timeout` bounds how long a call waits for another process's write lock (then it raises, and
+  `ResilientStore` keeps the record locally until the file is writable again).
+* Every write is one `BEGIN IMMEDIATE` transaction: expired rows go, the records are upserted
+  (a concurrent writer of the same key replaces the whole row, never part of it), and the oldest
+  records are evicted while the file holds more than `max_records` or `max_bytes`.
+* `PRAGMA user_version` carries the table layout's version (`STORE_SCHEMA`); a file written by a
+  newer layout is refused rather than altered. Each row's JSON carries the record's own version.
+* Totals are kept by triggers, so the caps cost no table scan.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..types import Reasoning
+from . import _codec
+from ._base import (
+    DEFAULT_MAX_RECORD_BYTES,
+    DEFAULT_TTL_SECONDS,
+    ReasoningStore,
+    StoredRecord,
+    TenantStats,
+    record_size,
+    scope_id,
+)
+
+STORE_SCHEMA = 1
+"""Version of the table layout below (`PRAGMA user_version`)."""
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS records (
+    scope_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    scope TEXT NOT NULL,
+    created REAL NOT NULL,
+    expires REAL NOT NULL,
+    size INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (scope_id, key)
+);
+CREATE INDEX IF NOT EXISTS records_by_created ON records (created);
+CREATE INDEX IF NOT EXISTS records_by_expires ON records (expires);
+CREATE TABLE IF NOT EXISTS totals (
+    id INTEGER PRIMARY KEY CHECK (id = 0),
+    records INTEGER NOT NULL,
+    bytes INTEGER NOT NULL
+);
+INSERT OR IGNORE INTO totals VALUES (0, 0, 0);
+CREATE TRIGGER IF NOT EXISTS records_added AFTER INSERT ON records BEGIN
+    UPDATE totals SET records = records + 1, bytes = bytes + NEW.size WHERE id = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS records_changed AFTER UPDATE OF size ON records BEGIN
+    UPDATE totals SET bytes = bytes - OLD.size + NEW.size WHERE id = 0;
+END;
+CREATE TRIGGER IF NOT EXISTS records_removed AFTER DELETE ON records BEGIN
+    UPDATE totals SET records = records - 1, bytes = bytes - OLD.size WHERE id = 0;
+END;
+"""
+
+_UPSERT = """
+INSERT INTO records (scope_id, key, scope, created, expires, size, body)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (scope_id, key) DO UPDATE SET
+    scope = excluded.scope, created = excluded.created, expires = excluded.expires,
+    size = excluded.size, body = excluded.body
+"""
+
+_CHUNK = 500
+"""Keys per `IN (…)` (SQLite limits bound parameters)."""
+
+
+class SqliteStore(ReasoningStore):
+    """Records in one SQLite file (`sqlite:///path/to/file.db`)."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ttl_seconds: float = DEFAULT_TTL_SECONDS,
+        max_records: int = 200_000,
+        max_bytes: int | None = 1024**3,
+        max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+        timeout: float = 0.5,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.path = Path(path).expanduser()
+        self.ttl_seconds = ttl_seconds
+        self.max_records = max_records
+        self.max_bytes = max_bytes
+        self.max_record_bytes = max_record_bytes
+        self.timeout = timeout
+        self._clock = clock
+        # One connection per process, opened on first use (a forked worker opens its own).
+        # `_lock` guards it: an sqlite3 connection must not be used by two threads at once.
+        self._lock = threading.Lock()
+        self._connection: sqlite3.Connection | None = None
+        self._pid = 0
+
+    # ------------------------------------------------------------------ connection
+
+    def _connect(self) -> sqlite3.Connection:
+        """Called with `_lock` held."""
+        if self._connection is not None and self._pid == os.getpid():
+            return self._connection
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(
+            self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > STORE_SCHEMA:
+                raise RuntimeError(
+                    f"{self.path} holds reasoning store schema {version}; this version of "
+                    f"litellm-reasoning reads schema {STORE_SCHEMA} (upgrade it, or use another "
+                    "file)"
+                )
+            if version < STORE_SCHEMA:
+                # One transaction; every statement is idempotent, so workers racing to create
+                # the file all succeed.
+                script = f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
+                try:
+                    conn.executescript(script)
+                except BaseException:
+                    if conn.in_transaction:
+                        conn.rollback()
+                    raise
+        except BaseException:
+            conn.close()
+            raise
+        self._connection, self._pid = conn, os.getpid()
+        return conn
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            yield self._connect()
+
+    @contextmanager
+    def _writing(self) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed as a whole or not at all."""
+        with self._lock:
+            conn = self._connect()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield conn
+            except BaseException:
+                conn.rollback()
+                raise
+            conn.commit()
+
+    # ------------------------------------------------------------------ contract
+
+    def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        found: dict[str, Reasoning] = {}
+        sid, now = scope_id(scope), self._clock()
+        with self._reading() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = list(keys[start : start + _CHUNK])
+                rows = conn.execute(
+                    "SELECT key, body FROM records WHERE scope_id = ? AND expires > ? "
+                    f"AND key IN ({','.join('?' * len(chunk))})",
+                    (sid, now, *chunk),
+                ).fetchall()
+                for key, body in rows:
+                    decoded = _codec.decode(body)
+                    if decoded.record is not None and decoded.scope == scope:
+                        found[key] = decoded.record
+        return found
+
+    def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        sid, now = scope_id(scope), self._clock()
+        rows = [
+            (sid, key, scope, now, now + self.ttl_seconds, size, _codec.encode(scope, r, now))
+            for key, r in records.items()
+            if (size := record_size(r)) <= self.max_record_bytes
+        ]
+        if not rows:
+            return
+        with self._writing() as conn:
+            conn.execute("DELETE FROM records WHERE expires <= ?", (now,))
+            conn.executemany(_UPSERT, rows)
+            self._evict(conn)
+
+    def _evict(self, conn: sqlite3.Connection) -> None:
+        """Oldest written first, until both caps hold (inside the write transaction)."""
+        count, total = conn.execute("SELECT records, bytes FROM totals WHERE id = 0").fetchone()
+        if count > self.max_records:
+            conn.execute(
+                "DELETE FROM records WHERE rowid IN "
+                "(SELECT rowid FROM records ORDER BY created LIMIT ?)",
+                (count - self.max_records,),
+            )
+            count, total = conn.execute("SELECT records, bytes FROM totals").fetchone()
+        if self.max_bytes is None or total <= self.max_bytes:
+            return
+        doomed: list[tuple[int]] = []
+        for rowid, size in conn.execute("SELECT rowid, size FROM records ORDER BY created"):
+            if total <= self.max_bytes:
+                break
+            doomed.append((rowid,))
+            total -= size
+        conn.executemany("DELETE FROM records WHERE rowid = ?", doomed)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._connection is not None:
+                self._connection.close()
+            self._connection = None
+
+    # ------------------------------------------------------------------ operator side
+
+    def tenants(self) -> list[TenantStats]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT scope_id, MIN(scope), COUNT(*), SUM(size), MIN(created), MAX(created) "
+                "FROM records WHERE expires > ? GROUP BY scope_id ORDER BY MIN(scope)",
+                (self._clock(),),
+            ).fetchall()
+        return [TenantStats(scope, sid, n, size, lo, hi) for sid, scope, n, size, lo, hi in rows]
+
+    def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT scope, key, created, expires, size, body FROM records "
+                "WHERE scope_id IN (?, ?) AND expires > ? ORDER BY created DESC LIMIT ?",
+                (scope_id(scope), scope, self._clock(), limit),
+            ).fetchall()
+        return [
+            StoredRecord(s, key, created, expires, size, _codec.decode(body).record)
+            for s, key, created, expires, size, body in rows
+        ]
+
+    def purge(self, *, scope: str | None = None, older_than: float | None = None) -> int:
+        where: list[str] = ["1"]
+        params: list[object] = []
+        if scope is not None:
+            where.append("scope_id IN (?, ?)")
+            params += [scope_id(scope), scope]
+        if older_than is not None:
+            where.append("created < ?")
+            params.append(self._clock() - older_than)
+        with self._writing() as conn:
+            return conn.execute(f"DELETE FROM records WHERE {' AND '.join(where)}", params).rowcount

@@ -1,0 +1,545 @@
+"""One contract for every store: memory, SQLite, Redis, and SQLite/Redis behind `ResilientStore`,
+each driven through its sync and its async methods.
+
+Time: memory and SQLite take an injected clock; Redis expires keys itself, so its TTL tests wait
+for real (a fraction of a second).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from litellm_reasoning import cli
+from litellm_reasoning.stores import (
+    SUPPORTED,
+    MemoryStore,
+    ReasoningStore,
+    ResilientStore,
+    open_backend,
+    scope_id,
+    store_from_url,
+)
+from litellm_reasoning.stores.redis import RedisStore
+from litellm_reasoning.stores.sqlite import STORE_SCHEMA, SqliteStore
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+pytest_plugins = ["store_fixtures"]
+
+KINDS = ["memory", "sqlite", "redis", "resilient-sqlite", "resilient-redis"]
+MODES = ["sync", "async"]
+A, B = "ns=default|key=hashed-a|team=t1", "ns=default|key=hashed-b|team=t1"
+
+
+def text(value: str, **kw: Any) -> Reasoning:
+    return Reasoning.from_text(value, provider="deepseek", model="deepseek-chat", **kw)
+
+
+RICH = Reasoning(
+    parts=(
+        ReasoningPart(text="Let me think.", signature="sig-" + "s" * 40),
+        ReasoningPart(kind="redacted", data="opaque=="),
+        ReasoningPart(kind="encrypted", data="gAAA", id="rs_1", details={"format": "x", "i": 0}),
+    ),
+    provider="anthropic",
+    model="claude-x",
+)
+
+
+@dataclass
+class Harness:
+    """Builds stores of one kind and moves their time."""
+
+    kind: str
+    tmp: Path
+    prefix: str | None
+    now: list[float] = field(default_factory=lambda: [time.time()])
+    stores: list[ReasoningStore] = field(default_factory=list)
+
+    @property
+    def real_time(self) -> bool:
+        return "redis" in self.kind
+
+    def clock(self) -> float:
+        return time.time() if self.real_time else self.now[0]
+
+    def advance(self, seconds: float) -> None:
+        if self.real_time:
+            time.sleep(seconds)
+        else:
+            self.now[0] += seconds
+
+    @property
+    def url(self) -> str:
+        if "sqlite" in self.kind:
+            return f"sqlite:///{self.tmp / 'store.db'}"
+        if "redis" in self.kind:
+            return f"redis://127.0.0.1:6379/0?prefix={self.prefix}"
+        return "memory://"
+
+    def make(
+        self,
+        *,
+        ttl: float = 3600,
+        max_records: int = 1000,
+        max_bytes: int | None = None,
+        max_record_bytes: int = 1 << 20,
+    ) -> ReasoningStore:
+        common: dict[str, Any] = {"ttl_seconds": ttl, "max_record_bytes": max_record_bytes}
+        backend: ReasoningStore
+        if self.kind == "memory":
+            backend = MemoryStore(
+                max_records=max_records, max_bytes=max_bytes, clock=self.clock, **common
+            )
+        elif "sqlite" in self.kind:
+            backend = SqliteStore(
+                self.tmp / "store.db",
+                max_records=max_records,
+                max_bytes=max_bytes,
+                clock=self.clock,
+                **common,
+            )
+        else:
+            assert self.prefix is not None
+            backend = RedisStore(
+                "redis://127.0.0.1:6379/0",
+                prefix=self.prefix,
+                max_records=max_records,
+                clock=self.clock,
+                **common,
+            )
+        if self.kind.startswith("resilient"):
+            local = MemoryStore(max_records=max_records, clock=self.clock, **common)
+            backend = ResilientStore(backend, local=local)
+        self.stores.append(backend)
+        return backend
+
+
+@pytest.fixture(params=KINDS)
+def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
+    prefix = request.getfixturevalue("redis_prefix") if "redis" in request.param else None
+    h = Harness(request.param, tmp_path, prefix)
+    yield h
+    for store in h.stores:
+        store.close()
+
+
+@dataclass
+class Ops:
+    """The store's sync or async methods behind one awaitable face."""
+
+    store: ReasoningStore
+    mode: str
+
+    async def get(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        if self.mode == "sync":
+            return self.store.get_many(scope, keys)
+        return await self.store.aget_many(scope, keys)
+
+    async def put(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        if self.mode == "sync":
+            self.store.put_many(scope, records)
+        else:
+            await self.store.aput_many(scope, records)
+
+
+@pytest.fixture(params=MODES)
+def mode(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+# ---------------------------------------------------------------------------------- contract
+
+
+async def test_round_trip_and_missing_keys(harness: Harness, mode: str) -> None:
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"k1": RICH, "k2": text("second")})
+    assert await ops.get(A, ["k1", "k2", "nope"]) == {"k1": RICH, "k2": text("second")}
+    assert await ops.get(A, ["nope"]) == {}
+    assert await ops.get(A, []) == {}
+    await ops.put(A, {"k2": text("replaced")})
+    assert await ops.get(A, ["k2"]) == {"k2": text("replaced")}
+
+
+async def test_ttl_expiry(harness: Harness, mode: str) -> None:
+    ttl = 0.6 if harness.real_time else 100
+    ops = Ops(harness.make(ttl=ttl), mode)
+    await ops.put(A, {"old": text("old")})
+    harness.advance(ttl * 0.6)
+    await ops.put(A, {"young": text("young")})
+    assert set(await ops.get(A, ["old", "young"])) == {"old", "young"}
+    harness.advance(ttl * 0.6)  # `old` is past its TTL, `young` is not
+    assert set(await ops.get(A, ["old", "young"])) == {"young"}
+    harness.advance(ttl * 0.6)
+    assert await ops.get(A, ["old", "young"]) == {}
+
+
+async def test_oldest_evicted_over_record_cap(harness: Harness, mode: str) -> None:
+    ops = Ops(harness.make(max_records=3), mode)
+    for i in range(5):
+        await ops.put(A, {f"k{i}": text(f"r{i}")})
+        harness.advance(0.01)
+    assert set(await ops.get(A, [f"k{i}" for i in range(5)])) == {"k2", "k3", "k4"}
+
+
+async def test_oldest_evicted_over_byte_cap(harness: Harness, mode: str) -> None:
+    if "redis" in harness.kind:
+        pytest.skip("Redis bounds its total memory with the server's maxmemory policy")
+    ops = Ops(harness.make(max_bytes=25), mode)
+    for i in range(4):
+        await ops.put(A, {f"k{i}": text("x" * 10)})  # 10 bytes each
+        harness.advance(1)
+    assert set(await ops.get(A, [f"k{i}" for i in range(4)])) == {"k2", "k3"}
+
+
+async def test_tenants_are_isolated(harness: Harness, mode: str) -> None:
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"same-key": text("tenant a")})
+    assert await ops.get(B, ["same-key"]) == {}
+    await ops.put(B, {"same-key": text("tenant b")})
+    assert await ops.get(A, ["same-key"]) == {"same-key": text("tenant a")}
+    assert await ops.get(B, ["same-key"]) == {"same-key": text("tenant b")}
+
+
+async def test_oversize_record_not_kept(harness: Harness, mode: str) -> None:
+    ops = Ops(harness.make(max_record_bytes=10), mode)
+    await ops.put(A, {"big": text("x" * 11), "small": text("y" * 10)})
+    assert await ops.get(A, ["big", "small"]) == {"small": text("y" * 10)}
+
+
+def test_concurrent_threads(harness: Harness) -> None:
+    """Threads write one shared key and their own keys while others read: every read is a whole
+    record that some writer wrote, and every own key survives."""
+    store = harness.make()
+    written = {text(f"writer {w} round {i} " + "z" * (w * 50)) for w in range(6) for i in range(30)}
+    seen: list[Reasoning] = []
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            for i in range(30):
+                record = text(f"writer {w} round {i} " + "z" * (w * 50))
+                store.put_many(A, {"shared": record, f"own-{w}-{i}": record})
+        except BaseException as exc:
+            errors.append(exc)
+
+    def reader() -> None:
+        try:
+            for _ in range(60):
+                seen.extend(store.get_many(A, ["shared"]).values())
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(6)]
+    threads += [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    assert seen and all(record in written for record in seen)
+    own = [f"own-{w}-{i}" for w in range(6) for i in range(30)]
+    assert set(store.get_many(A, own)) == set(own)
+    assert store.get_many(A, ["shared"])["shared"] in written
+
+
+async def test_concurrent_tasks(harness: Harness) -> None:
+    store = harness.make()
+    written = [text(f"task {t} " + "q" * random.randrange(200)) for t in range(20)]
+
+    async def task(t: int) -> list[Reasoning]:
+        await store.aput_many(A, {"shared": written[t], f"own-{t}": written[t]})
+        return list((await store.aget_many(A, ["shared", f"own-{t}"])).values())
+
+    results = await asyncio.gather(*(task(t) for t in range(20)))
+    for t, got in enumerate(results):
+        assert written[t] in got  # its own record
+        assert all(record in written for record in got)
+    assert set(await store.aget_many(A, [f"own-{t}" for t in range(20)])) == {
+        f"own-{t}" for t in range(20)
+    }
+
+
+_READER = """
+import json, sys
+from litellm_reasoning.stores import store_from_url
+store = store_from_url(sys.argv[1])
+found = store.get_many(sys.argv[2], sys.argv[3:])
+print(json.dumps({k: v.to_json() for k, v in found.items()}))
+store.close()
+"""
+
+
+def test_second_process_reads_what_the_first_wrote(harness: Harness) -> None:
+    if harness.kind == "memory":
+        pytest.skip("memory:// lives and dies with its process")
+    store = harness.make()
+    store.put_many(A, {"k1": RICH})
+    store.close()
+    out = subprocess.run(
+        [sys.executable, "-c", _READER, harness.url, A, "k1", "missing"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert {k: Reasoning.from_json(v) for k, v in json.loads(out.stdout).items()} == {"k1": RICH}
+    other = subprocess.run(
+        [sys.executable, "-c", _READER, harness.url, B, "k1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    assert json.loads(other.stdout) == {}
+
+
+def test_operator_view_and_purge(harness: Harness) -> None:
+    """What `litellm-reasoning store` relies on: per-tenant stats, listing, purge by tenant/age."""
+    store = harness.make()
+    store.put_many(A, {"a1": text("x" * 10), "a2": RICH})
+    harness.advance(1.1)
+    store.put_many(B, {"b1": text("y" * 7)})
+    stats = {t.scope: t for t in store.tenants()}
+    assert set(stats) == {A, B}
+    assert stats[A].records == 2 and stats[A].scope_id == scope_id(A)
+    assert stats[A].bytes == 10 + len("Let me think.") + 44 + len("opaque==") + len("gAAA")
+    assert stats[A].oldest is not None and stats[B].newest is not None
+    assert stats[A].oldest < stats[B].newest
+    listed = store.list_records(scope_id(A))  # by id or by scope string
+    assert {r.key for r in listed} == {"a1", "a2"} == {r.key for r in store.list_records(A)}
+    assert {r.key: r.record for r in listed}["a2"] == RICH
+    assert store.purge(older_than=1.0) == 2  # A's records are older than 1 s, B's is not
+    assert store.get_many(A, ["a1", "a2"]) == {}
+    assert store.purge(scope=B) == 1
+    assert store.get_many(B, ["b1"]) == {} and store.tenants() == []
+
+
+# ---------------------------------------------------------------------------------- URLs
+
+
+def test_unknown_scheme_names_the_supported_ones() -> None:
+    with pytest.raises(ValueError, match="unsupported") as info:
+        store_from_url("mongodb://x")
+    for scheme in ("memory://", "sqlite:///", "redis://"):
+        assert scheme in str(info.value)
+    assert "redis://" in SUPPORTED
+
+
+def test_url_options(tmp_path: Path) -> None:
+    store = store_from_url(
+        f"sqlite:///{tmp_path}/a.db?ttl=60&max_records=5&max_bytes=999&timeout=0.1"
+        "&local_records=7&retry=3"
+    )
+    assert isinstance(store, ResilientStore) and isinstance(store.backend, SqliteStore)
+    backend = store.backend
+    assert (backend.ttl_seconds, backend.max_records, backend.max_bytes, backend.timeout) == (
+        60,
+        5,
+        999,
+        0.1,
+    )
+    assert store.local.max_records == 7 and store.retry_seconds == 3
+    assert str(backend.path) == f"{tmp_path}/a.db"
+    assert SqliteStore.__name__ in type(open_backend("sqlite:///rel.db")).__name__
+    assert str(open_backend("sqlite:///rel.db").path) == "rel.db"  # type: ignore[attr-defined]
+    memory = store_from_url("memory://?max_records=3&ttl=5")
+    assert isinstance(memory, MemoryStore) and memory.max_records == 3
+    redis_store = store_from_url("redis://127.0.0.1:1/2?ttl=9&max_records=4&prefix=p:&timeout=1")
+    assert isinstance(redis_store, ResilientStore)
+    assert isinstance(redis_store.backend, RedisStore)
+    assert redis_store.backend.prefix == "p:" and redis_store.backend.max_records == 4
+    assert redis_store.name == "redis://127.0.0.1:1/2"
+    with pytest.raises(ValueError, match="unknown option"):
+        store_from_url(f"sqlite:///{tmp_path}/a.db?tll=5")
+    with pytest.raises(ValueError, match="positive"):
+        store_from_url("memory://?ttl=0")
+    with pytest.raises(ValueError, match="names no file"):
+        store_from_url("sqlite://")
+
+
+def test_url_password_never_in_the_store_name() -> None:
+    store = store_from_url("redis://:hunter2@127.0.0.1:1/0")
+    assert isinstance(store, ResilientStore) and "hunter2" not in store.name
+
+
+# ---------------------------------------------------------------------------------- SQLite
+
+
+def test_sqlite_file_is_wal_and_versioned(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    store.put_many(A, {"k": text("x")})
+    store.close()
+    conn = sqlite3.connect(tmp_path / "s.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == STORE_SCHEMA
+    conn.execute(f"PRAGMA user_version = {STORE_SCHEMA + 1}")
+    conn.close()
+    with pytest.raises(RuntimeError, match="schema"):
+        SqliteStore(tmp_path / "s.db").get_many(A, ["k"])
+
+
+def test_sqlite_unreadable_row_reads_as_missing(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    store.put_many(A, {"k": text("x"), "j": text("y")})
+    conn = sqlite3.connect(tmp_path / "s.db")
+    conn.execute("UPDATE records SET body = ? WHERE key = 'k'", (b'{"s":"x","r":{"v":99}}',))
+    conn.commit()
+    conn.close()
+    assert store.get_many(A, ["k", "j"]) == {"j": text("y")}
+
+
+def test_sqlite_workers_share_one_file(tmp_path: Path) -> None:
+    """Several processes writing one file at once (proxy workers): nothing lost or torn."""
+    url = f"sqlite:///{tmp_path / 'shared.db'}"
+    script = (
+        "import sys\nfrom litellm_reasoning.stores import open_backend\n"
+        "from litellm_reasoning.types import Reasoning\n"
+        "s = open_backend(sys.argv[1] + '?timeout=10')\nw = sys.argv[2]\n"
+        "for i in range(40):\n"
+        "    s.put_many('t', {f'{w}-{i}': Reasoning.from_text(w * 100), 'shared': "
+        "Reasoning.from_text(w * 100)})\n"
+    )
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, w]) for w in "abcd"]
+    assert [p.wait(120) for p in procs] == [0] * 4
+    store = open_backend(url)
+    keys = [f"{w}-{i}" for w in "abcd" for i in range(40)]
+    assert set(store.get_many("t", keys)) == set(keys)
+    assert store.get_many("t", ["shared"])["shared"].text in {w * 100 for w in "abcd"}
+    assert sum(t.records for t in store.tenants()) == 161
+
+
+# ---------------------------------------------------------------------------------- Redis
+
+
+def _count_commands(client: Any) -> list[str]:
+    seen: list[str] = []
+    original = client.execute_command
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(str(args[0]))
+        return original(*args, **kwargs)
+
+    client.execute_command = counting
+    return seen
+
+
+async def test_redis_one_round_trip_per_read(redis_prefix: str) -> None:
+    store = RedisStore(prefix=redis_prefix)
+    records = {f"k{i}": text(f"r{i}") for i in range(40)}
+    store.put_many(A, records)
+    sync_seen = _count_commands(store._sync)
+    assert store.get_many(A, [*records, "missing"]) == records
+    assert sync_seen == ["MGET"]
+    await store.aput_many(A, {"k0": text("again")})
+    client = store._aclient()[0]
+    async_seen: list[str] = []
+    original = client.execute_command
+
+    async def counting(*args: Any, **kwargs: Any) -> Any:
+        async_seen.append(str(args[0]))
+        return await original(*args, **kwargs)
+
+    client.execute_command = counting
+    assert len(await store.aget_many(A, list(records))) == 40
+    assert async_seen == ["MGET"]
+    await store.aclose()
+
+
+def test_redis_keys_have_prefix_and_ttl(redis_prefix: str) -> None:
+    import redis
+
+    store = RedisStore(prefix=redis_prefix, ttl_seconds=120, max_records=2)
+    store.put_many(A, {"k1": text("1"), "k2": text("2")})
+    store.put_many(A, {"k3": text("3")})  # k1 is the tenant's oldest: it goes
+    client = redis.Redis()
+    names = sorted(n.decode() for n in client.scan_iter(match=f"{redis_prefix}*"))
+    sid = scope_id(A)
+    assert names == [
+        f"{redis_prefix}i:{sid}",
+        f"{redis_prefix}r:{sid}:k2",
+        f"{redis_prefix}r:{sid}:k3",
+    ]
+    assert all(0 < client.pttl(n) <= 120_000 for n in names)
+    assert client.zcard(f"{redis_prefix}i:{sid}") == 2
+    client.close()
+
+
+# ---------------------------------------------------------------------------------- CLI
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(["store", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_store_cli(
+    kind: str,
+    tmp_path: Path,
+    request: pytest.FixtureRequest,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if kind == "redis":
+        url = request.getfixturevalue("redis_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = store_from_url(url)
+    secret = "A private chain of thought " + "that goes on and on " * 20
+    long = Reasoning(parts=(ReasoningPart(text=secret, signature="S" * 64),), provider="anthropic")
+    store.put_many(A, {"k1": long, "k2": text("short one")})
+    store.put_many(B, {"k3": text("b")})
+    store.close()
+
+    code, out, err = _cli(capsys, "--store", url, "stats")
+    assert code == 0, err
+    assert f"tenant {scope_id(A)}  {A}" in out and "records: 2" in out
+    assert f"tenant {scope_id(B)}  {B}" in out and "total: 2 tenant(s), 3 record(s)" in out
+
+    monkeypatch.setenv("LITELLM_REASONING_STORE", url)  # the URL from the environment
+    code, out, _ = _cli(capsys, "show", scope_id(A))
+    assert code == 0
+    assert "key k1" in out and "key k2" in out and "'short one'" in out
+    assert secret not in out and secret[:40] in out and "…" in out
+    assert "signature 64 chars" in out and "S" * 64 not in out
+    code, out, _ = _cli(capsys, "show", A, "--full")
+    assert secret in out
+
+    code, _, err = _cli(capsys, "purge")
+    assert code == 2 and "--tenant" in err
+    code, out, _ = _cli(capsys, "purge", "--tenant", A)
+    assert (code, out.strip()) == (0, f"removed 2 record(s) (tenant {A!r})")
+    code, out, _ = _cli(capsys, "purge", "--older-than", "3600")
+    assert out.strip() == "removed 0 record(s) (all tenants, older than 3600 s)"
+    code, out, _ = _cli(capsys, "purge", "--all")
+    assert out.strip() == "removed 1 record(s) (all tenants)"
+    code, out, _ = _cli(capsys, "stats")
+    assert "no records" in out
+
+
+def test_store_cli_errors(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("LITELLM_REASONING_STORE", raising=False)
+    code, _, err = _cli(capsys, "stats")
+    assert code == 2 and "LITELLM_REASONING_STORE" in err
+    code, _, err = _cli(capsys, "--store", "memory://", "stats")
+    assert code == 2 and "inside its process" in err
+    code, _, err = _cli(capsys, "--store", "ftp://x", "stats")
+    assert code == 2 and "supported" in err
+    code, _, err = _cli(capsys, "--store", "redis://127.0.0.1:1/0", "stats")
+    assert code == 1 and "ConnectionError" in err
