@@ -1,0 +1,127 @@
+"""Start the real `litellm` proxy (the CLI next to this interpreter) as a subprocess.
+
+A trimmed copy of what `tests/proxy_utils.py` does, so the benchmark does not import from tests:
+its own process group, a random master key, readiness on `/health/liveliness`, and the whole
+group stopped afterwards. The log goes to `proxy.log` in the work directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class Proxy:
+    url: str
+    master_key: str
+    log_path: Path
+    startup_seconds: float
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _live(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url + "/health/liveliness", timeout=2.0) as response:
+            return int(response.status) == 200
+    except (urllib.error.URLError, OSError):
+        return False
+
+
+class ProxyProcess:
+    """`start()` launches without waiting, `wait_ready()` blocks until live: two proxies can
+    start side by side."""
+
+    def __init__(
+        self, config: Mapping[str, Any], workdir: Path, env: Mapping[str, str] | None = None
+    ) -> None:
+        workdir.mkdir(parents=True, exist_ok=True)
+        self.config_path = workdir / "config.yaml"
+        self.config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+        self.log_path = workdir / "proxy.log"
+        self.port = _free_port()
+        self.master_key = "sk-" + secrets.token_hex(16)
+        self.workdir = workdir
+        self.env = {
+            **{k: v for k, v in os.environ.items() if not k.startswith("LITELLM_REASONING_")},
+            "LITELLM_MASTER_KEY": self.master_key,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "NO_PROXY": "127.0.0.1,localhost",
+            "no_proxy": "127.0.0.1,localhost",
+            **(env or {}),
+        }
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started = 0.0
+
+    def start(self) -> ProxyProcess:
+        litellm_cli = Path(sys.executable).parent / "litellm"
+        command = [str(litellm_cli), "--config", str(self.config_path), "--port", str(self.port)]
+        command += ["--host", "127.0.0.1"]
+        self.started = time.monotonic()
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                command,
+                cwd=self.workdir,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        return self
+
+    def wait_ready(self, timeout: float = 120.0) -> Proxy:
+        assert self.process is not None
+        url = f"http://127.0.0.1:{self.port}"
+        deadline = self.started + timeout
+        while not _live(url):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
+                raise RuntimeError(f"the litellm proxy did not start; log tail:\n{tail}")
+            time.sleep(0.2)
+        return Proxy(url, self.master_key, self.log_path, time.monotonic() - self.started)
+
+    def stop(self) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def proxies(specs: Mapping[str, ProxyProcess]) -> Iterator[dict[str, Proxy]]:
+    """Start every proxy at once, wait for all, stop all afterwards."""
+    try:
+        for spec in specs.values():
+            spec.start()
+        yield {name: spec.wait_ready() for name, spec in specs.items()}
+    finally:
+        for spec in specs.values():
+            spec.stop()
