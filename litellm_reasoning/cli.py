@@ -22,6 +22,12 @@ def main(argv: list[str] | None = None) -> int:
         help="replay a real recorded tool loop through LiteLLM with the callback (no API key)",
     )
     demo.add_argument("--stream", action="store_true", help="stream every request")
+    demo.add_argument(
+        "--proxy",
+        action="store_true",
+        help="go through the real LiteLLM proxy with the official openai client "
+        "(needs: pip install 'litellm-reasoning[proxy]')",
+    )
     from .store_cli import add_parser as add_store_parser
 
     add_store_parser(commands)
@@ -36,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
         return run_conformance(args.paths)
     from .demo import main as run_demo
 
-    return run_demo(stream=args.stream)
+    return run_demo(stream=args.stream, proxy=args.proxy)
 
 
 if __name__ == "__main__":

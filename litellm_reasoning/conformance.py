@@ -8,7 +8,13 @@ A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
   must match; a reasoning key (or `turn`) it does not name must be absent on the wire.
 * optional `model` (a LiteLLM model, default `openai/conformance-model`; its api_base is always
   the local server), `dialects` / `policies` (callback overrides), `tools` (sent with the request),
-  `clients` (`keeps`, `drops`; default both).
+  `params` (more LiteLLM keyword arguments, e.g. `thinking`, `max_tokens`), `clients` (`keeps`,
+  `drops`; default both).
+* optional `wire: "anthropic"`: the target is Claude behind a local Anthropic Messages server
+  (`POST /v1/messages`, JSON and SSE). `reasoning` is then the reply's Anthropic thinking
+  blocks (signed `thinking`, `redacted_thinking`), which a `keeps` client sends back as
+  `thinking_blocks` and the server answers with in `drops` mode; `expect` is the `messages` of
+  the Anthropic request body (`role`, `content` blocks).
 
 Every case runs for each call shape (acompletion, completion, Router async and sync), streamed and
 not, and for each client: `keeps` sends the reasoning back itself as `reasoning_content`; `drops`
@@ -28,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .dialects import REASONING_KEYS
+from .testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from .testing.upstream import Reply, Upstream
 from .turns import TURN_KEY
 
@@ -77,8 +84,38 @@ def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
     """The message as the client sends it: `reasoning` kept as `reasoning_content`, or dropped."""
     out = {k: v for k, v in message.items() if k != "reasoning"}
     if keeps and message.get("role") == "assistant" and message.get("reasoning"):
-        out["reasoning_content"] = message["reasoning"]
+        reasoning = message["reasoning"]
+        out["thinking_blocks" if isinstance(reasoning, list) else "reasoning_content"] = reasoning
     return out
+
+
+def _anthropic_reply_for(message: dict[str, Any]) -> AnthropicReply:
+    """The Anthropic reply that produces `message`: its thinking blocks, text and tool uses."""
+    blocks: list[dict[str, Any]] = list(message.get("reasoning") or [])
+    if message.get("content"):
+        blocks.append({"type": "text", "text": message["content"]})
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": function["name"],
+                "input": json.loads(function.get("arguments") or "{}"),
+            }
+        )
+    return AnthropicReply(blocks)
+
+
+_ANTHROPIC: AnthropicUpstream | None = None
+
+
+def _anthropic_upstream() -> AnthropicUpstream:
+    """One local Anthropic server per process, started on first use."""
+    global _ANTHROPIC
+    if _ANTHROPIC is None:
+        _ANTHROPIC = AnthropicUpstream().start()
+    return _ANTHROPIC
 
 
 def _reply_for(message: dict[str, Any]) -> Reply:
@@ -123,11 +160,19 @@ class Runner:
         )
 
     async def _call(
-        self, call: str, model: str, messages: list[Any], stream: bool, tools: Any
+        self,
+        call: str,
+        model: str,
+        messages: list[Any],
+        stream: bool,
+        tools: Any,
+        base_url: str | None = None,
+        extra: dict[str, Any] | None = None,
     ) -> None:
         import litellm
 
-        params: dict[str, Any] = {"messages": messages, "stream": stream}
+        base_url = base_url or self.upstream.base_url
+        params: dict[str, Any] = {"messages": messages, "stream": stream, **(extra or {})}
         if tools:
             params["tools"] = tools
         if call.startswith("router."):
@@ -137,7 +182,7 @@ class Runner:
                         "model_name": "conformance",
                         "litellm_params": {
                             "model": model,
-                            "api_base": self.upstream.base_url,
+                            "api_base": base_url,
                             "api_key": "conformance",
                         },
                     }
@@ -148,7 +193,7 @@ class Runner:
             params["model"] = "conformance"
         else:
             target = litellm
-            params.update(model=model, api_base=self.upstream.base_url, api_key="conformance")
+            params.update(model=model, api_base=base_url, api_key="conformance")
         if call.endswith("acompletion"):
             response = await target.acompletion(**params)
             if stream:
@@ -165,7 +210,11 @@ class Runner:
         model = str(case.raw.get("model") or DEFAULT_MODEL)
         wire_model = model.split("/", 1)[1] if "/" in model else model
         tools = case.raw.get("tools")
+        extra = case.raw.get("params")
         messages: list[dict[str, Any]] = case.raw["messages"]
+        anthropic = case.raw.get("wire") == "anthropic"
+        server: Upstream | AnthropicUpstream = _anthropic_upstream() if anthropic else self.upstream
+        base_url = server.base_url
         previous = litellm.callbacks
         # A fresh callback per run; LiteLLM's internal event lists would keep the old ones.
         litellm.logging_callback_manager._reset_all_callbacks()
@@ -174,13 +223,19 @@ class Runner:
             history: list[dict[str, Any]] = []
             for message in messages:
                 if client == "drops" and message.get("role") == "assistant":
-                    self.upstream.script(wire_model, _reply_for(message))
-                    await self._call(call, model, list(history), stream, tools)
+                    if isinstance(server, AnthropicUpstream):
+                        server.script(wire_model, _anthropic_reply_for(message))
+                    else:
+                        server.script(wire_model, _reply_for(message))
+                    await self._call(call, model, list(history), stream, tools, base_url, extra)
                 history.append(_client_message(message, keeps=client == "keeps"))
-            self.upstream.always(wire_model, Reply(message={"content": "ok"}))
-            before = len(self.upstream.bodies(wire_model))
-            await self._call(call, model, history, stream, tools)
-            bodies = self.upstream.bodies(wire_model)
+            if isinstance(server, AnthropicUpstream):
+                server.always(wire_model, AnthropicReply([{"type": "text", "text": "ok"}]))
+            else:
+                server.always(wire_model, Reply(message={"content": "ok"}))
+            before = len(server.bodies(wire_model))
+            await self._call(call, model, history, stream, tools, base_url, extra)
+            bodies = server.bodies(wire_model)
             if len(bodies) <= before:
                 return Outcome(case, call, stream, client, False, "no request reached the server")
             detail = compare(bodies[-1].get("messages", []), case.raw["expect"])

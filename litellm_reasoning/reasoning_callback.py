@@ -24,7 +24,7 @@ import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +35,12 @@ from litellm.integrations.custom_logger import CustomLogger
 from . import identity
 from ._pending import PendingCaptures, await_any, wait_any
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
+from .dialects.anthropic import (
+    AnthropicDialect,
+    bedrock_redacted_content,
+    thinking_requested,
+    tool_loop_needs_thinking,
+)
 from .extract import reasoning_from_message
 from .policy import TurnPolicy
 from .render import Rendered, plan, render
@@ -63,6 +69,8 @@ class _Request:
     """Message index -> store key, for the messages whose reasoning is looked up."""
     before: dict[int, str]
     """Message index -> digest of the conversation before it (what its capture is filed under)."""
+    digest: str
+    """Digest of the whole history: the state this call's reply answers."""
 
 
 @dataclass(slots=True)
@@ -146,6 +154,10 @@ class ReasoningCallback(CustomLogger):
         self._pending = PendingCaptures()
         self._lock = threading.Lock()
         self._warned: dict[str, float] = {}
+        try:
+            _send_bedrock_redacted_thinking()
+        except Exception as exc:
+            self._fail("teaching LiteLLM's Bedrock converter redacted thinking", exc)
 
     @property
     def active(self) -> bool:
@@ -224,18 +236,13 @@ class ReasoningCallback(CustomLogger):
         )
         return target, provider, bare_model
 
-    def _begin(
-        self,
-        kwargs: Mapping[str, Any],
-        scope: str,
-        messages: Sequence[Any],
-        provider: str | None,
-        model: str | None,
-    ) -> None:
-        call_id = kwargs.get("litellm_call_id")
+    def _begin(self, request: _Request) -> None:
+        """Remember what this call's capture needs, and open it for later requests to wait on."""
+        call_id = request.kwargs.get("litellm_call_id")
         if not isinstance(call_id, str):
             return
-        digest = identity.conversation_digest(messages)
+        scope, digest = request.scope, request.digest
+        provider, model = request.provider, request.model
         with self._lock:
             self._calls[call_id] = _Call(scope, digest, provider, model)
             while len(self._calls) > self._max_tracked_calls:
@@ -256,16 +263,25 @@ class ReasoningCallback(CustomLogger):
         self.stats["restored"] += len(rendered.restored)
         self.stats["stripped"] += len(rendered.stripped)
         self.stats["missing"] += len(rendered.missing)
-        if rendered.restored or rendered.stripped or rendered.missing:
+        self.stats["dropped"] += len(rendered.dropped)
+        if rendered.restored or rendered.stripped or rendered.missing or rendered.dropped:
             logger.debug(
                 "litellm-reasoning: dialect=%s policy=%s kept=%s restored=%s stripped=%s "
-                "missing=%s",
+                "missing=%s dropped=%s",
                 target.dialect,
                 target.policy.value,
                 rendered.kept,
                 rendered.restored,
                 rendered.stripped,
                 rendered.missing,
+                rendered.dropped,
+            )
+        if rendered.dropped:
+            logger.debug(
+                "litellm-reasoning: %s cannot take the reasoning of messages %s (signed by "
+                "another issuer, or unsigned): left out",
+                target.dialect,
+                rendered.dropped,
             )
 
     def _prepare(self, kwargs: Mapping[str, Any], messages: list[Any]) -> _Request:
@@ -273,14 +289,13 @@ class ReasoningCallback(CustomLogger):
         scope = self._scope(kwargs)
         dialect = get_dialect(target.dialect)
         wanted = plan(messages, dialect, target.policy)
-        keys: dict[int, str] = {}
-        before: dict[int, str] = {}
-        if wanted:
-            digests = identity.prefix_digests(messages)
-            for i in wanted:
-                keys[i] = identity.message_key(scope, messages[i], digests[i])
-                before[i] = digests[i - 1] if i > 0 else identity.conversation_digest([])
-        return _Request(kwargs, messages, target, provider, model, scope, keys, before)
+        # One pass over the history: the digests name this call's reply and the lookups.
+        digests, shapes = identity.walk(messages)
+        empty = identity.conversation_digest([])
+        keys = {i: identity.message_key(scope, messages[i], digests[i], shapes[i]) for i in wanted}
+        before = {i: digests[i - 1] if i > 0 else empty for i in wanted}
+        digest = digests[-1] if digests else empty
+        return _Request(kwargs, messages, target, provider, model, scope, keys, before, digest)
 
     def _open_captures(
         self, request: _Request, found: Mapping[str, Reasoning]
@@ -298,13 +313,13 @@ class ReasoningCallback(CustomLogger):
         stored = {i: found[key] for i, key in request.keys.items() if key in found}
         dialect = get_dialect(request.target.dialect)
         rendered = render(request.messages, dialect, request.target.policy, stored)
-        self._begin(
-            request.kwargs, request.scope, request.messages, request.provider, request.model
-        )
+        self._begin(request)
         self._finish(rendered, request.target)
         return rendered
 
-    async def _arender(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Rendered:
+    async def _arender(
+        self, kwargs: Mapping[str, Any], messages: list[Any]
+    ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
         found: dict[str, Reasoning] = {}
         if request.keys:
@@ -316,7 +331,7 @@ class ReasoningCallback(CustomLogger):
                     break
                 missing = [k for k in request.keys.values() if k not in found]
                 found.update(await self.store.aget_many(request.scope, missing))
-        return self._complete(request, found)
+        return self._complete(request, found), request.target
 
     def _render_sync(
         self, kwargs: Mapping[str, Any], messages: list[Any]
@@ -345,8 +360,13 @@ class ReasoningCallback(CustomLogger):
         if not self.active:
             return None
         try:
-            rendered = await self._arender(kwargs, messages)
+            rendered, target = await self._arender(kwargs, messages)
             kwargs["messages"] = rendered.messages
+            if self._claude_without_thinking(target, [kwargs], rendered.messages):
+                # LiteLLM's `modify_params` behaviour, for this call only.
+                kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
+                for name in ("thinking", "reasoning_effort"):
+                    kwargs.pop(name, None)
         except Exception as exc:
             self._fail("rendering the request", exc)
             self._mark_handled(kwargs.get("litellm_call_id"))
@@ -374,6 +394,9 @@ class ReasoningCallback(CustomLogger):
                 self._fail("rendering the request", exc)
                 body["messages"] = _without_turn(wire)
                 return
+            if isinstance(get_dialect(target.dialect), AnthropicDialect):
+                self._patch_anthropic_body(body, rendered, target, kwargs)
+                return
             if get_dialect(target.dialect).passthrough or len(wire) != len(rendered.messages):
                 # Not an OpenAI-shaped body we can patch field by field: only drop `turn`.
                 body["messages"] = _without_turn(wire)
@@ -384,6 +407,82 @@ class ReasoningCallback(CustomLogger):
             ]
         except Exception as exc:
             self._fail("rewriting the provider body", exc)
+            with contextlib.suppress(Exception):
+                body = kwargs["additional_args"]["complete_input_dict"]
+                body["messages"] = _without_turn(body["messages"])
+
+    def _claude_without_thinking(
+        self, target: Target, params: Sequence[Any], messages: Sequence[Any]
+    ) -> bool:
+        """Thinking is on for a Claude target, but the tool calls this request answers came
+        with no thinking block we can send (a fallback from another provider, a store miss).
+
+        Claude would answer 400 ("Expected `thinking` or `redacted_thinking`, but found
+        `tool_use`"), so thinking is turned off for this call only, as LiteLLM's
+        `modify_params` does, and it is logged and counted (`stats["thinking_disabled"]`).
+        """
+        if not isinstance(get_dialect(target.dialect), AnthropicDialect):
+            return False
+        extra = [p.get("optional_params") for p in params if isinstance(p, dict)]
+        extra += [p.get("extra_body") for p in [*params, *extra] if isinstance(p, dict)]
+        if not thinking_requested([*params, *extra]) or not tool_loop_needs_thinking(messages):
+            return False
+        self.stats["thinking_disabled"] += 1
+        logger.warning(
+            "litellm-reasoning: thinking turned off for this %s call: the tool calls it answers "
+            "have no thinking block this target accepts (another provider's reply, or no "
+            "stored record), and Claude rejects a tool loop with thinking on without one",
+            target.dialect,
+        )
+        return True
+
+    def _patch_anthropic_body(
+        self, body: dict[str, Any], rendered: Rendered, target: Target, kwargs: Any
+    ) -> None:
+        """Sync calls to Claude: put each assistant message's rendered thinking blocks first in
+        its Anthropic-native content (LiteLLM already translated the client's messages)."""
+        wire = body["messages"] = _without_turn(body["messages"])
+        runs: list[list[dict[str, Any]]] = []
+        previous = None
+        for message in rendered.messages:
+            role = message.get("role") if isinstance(message, dict) else None
+            if role in ("system", "developer"):
+                continue
+            if role == "assistant":
+                if previous == "assistant":
+                    runs[-1].append(message)
+                else:
+                    runs.append([message])
+            previous = role
+        answers = [m for m in wire if isinstance(m, dict) and m.get("role") == "assistant"]
+        if len(runs) != len(answers) or any(
+            sum(bool(m.get("thinking_blocks")) for m in run) > 1 for run in runs
+        ):
+            raise RuntimeError(
+                "the Anthropic body does not line up with the rendered messages; left as LiteLLM "
+                "built it"
+            )
+        disable = self._claude_without_thinking(target, [kwargs, body], rendered.messages)
+        for run, sent in zip(runs, answers, strict=True):
+            blocks: list[Any] = []
+            if not disable:
+                for message in run:
+                    blocks += message.get("thinking_blocks") or []
+            content = sent.get("content")
+            if isinstance(content, str):
+                content = [{"type": "text", "text": content}] if content else []
+            if not isinstance(content, list):
+                continue
+            rest = [
+                part
+                for part in content
+                if not (
+                    isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
+                )
+            ]
+            sent["content"] = [*blocks, *rest]
+        if disable:
+            body.pop("thinking", None)
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -400,6 +499,28 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("the proxy pre-call hook", exc)
         return data
+
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
+    ) -> AsyncGenerator[Any, None]:
+        """Proxy streams: the reply is captured from the chunks before the proxy sends `[DONE]`,
+        so the client's next request finds it stored, on whichever worker it lands. (Defined on
+        this class itself: the proxy skips the hook when it is only inherited.)"""
+        chunks: list[Any] = []
+        async for chunk in response:
+            chunks.append(chunk)
+            yield chunk
+        call_id = request_data.get("litellm_call_id") if isinstance(request_data, dict) else None
+        with self._lock:
+            wanted = isinstance(call_id, str) and call_id in self._calls
+        if not wanted or not chunks:
+            return
+        try:
+            assembled = litellm.stream_chunk_builder(chunks=chunks)
+        except Exception as exc:
+            self._fail("assembling a proxy stream", exc)
+            return
+        await self._acapture(call_id, assembled)
 
     # ------------------------------------------------------------------ capture side
 
@@ -492,6 +613,62 @@ class ReasoningCallback(CustomLogger):
     ) -> None:
         if isinstance(kwargs, dict) and isinstance(kwargs.get("litellm_call_id"), str):
             self._pending.close(kwargs["litellm_call_id"])
+
+
+_BEDROCK_FIX_LOCK = threading.Lock()
+
+
+def _send_bedrock_redacted_thinking() -> None:
+    """Make LiteLLM 1.106.x send `redacted_thinking` to Bedrock Converse.
+
+    LiteLLM 1.106.12 turns a redacted block into an empty, unsigned `reasoningText` and then
+    drops it, so a Claude tool loop whose reply had one can never be continued (Claude needs
+    the block back). The Converse body is signed (SigV4) before any callback hook can see it,
+    so it cannot be patched per request; instead LiteLLM's block converter is wrapped once to
+    emit `reasoningContent.redactedContent`, as LiteLLM 1.110 does. A LiteLLM whose converter
+    already knows redacted blocks (it takes `to_claude`, 1.110+) is left alone.
+    """
+    import inspect
+
+    from litellm.litellm_core_utils.prompt_templates import factory
+
+    processor = getattr(factory, "BedrockConverseMessagesProcessor", None)
+    convert = getattr(processor, "translate_thinking_blocks_to_reasoning_content_blocks", None)
+    if processor is None or convert is None or getattr(convert, "_litellm_reasoning", False):
+        return
+    with _BEDROCK_FIX_LOCK:
+        convert = processor.translate_thinking_blocks_to_reasoning_content_blocks
+        if getattr(convert, "_litellm_reasoning", False):
+            return
+        try:
+            if "to_claude" in inspect.signature(convert).parameters:
+                return
+        except (TypeError, ValueError):
+            return
+        original = convert
+
+        def translate(thinking_blocks: list[Any]) -> list[Any]:
+            out: list[Any] = []
+            for block in thinking_blocks:
+                redacted = isinstance(block, dict) and block.get("type") == "redacted_thinking"
+                data = block.get("data") if redacted else None
+                if isinstance(data, str) and data:
+                    out.append(
+                        {"reasoningContent": {"redactedContent": bedrock_redacted_content(data)}}
+                    )
+                else:
+                    out += original([block])
+            return out
+
+        translate._litellm_reasoning = True  # type: ignore[attr-defined]
+        processor.translate_thinking_blocks_to_reasoning_content_blocks = staticmethod(translate)
+        logger.debug("litellm-reasoning: LiteLLM's Bedrock converter now sends redacted_thinking")
+
+
+def _without_thinking_blocks(message: Any) -> Any:
+    if isinstance(message, dict) and "thinking_blocks" in message:
+        return {k: v for k, v in message.items() if k != "thinking_blocks"}
+    return message
 
 
 def _patch_wire_message(sent: Any, want: Any) -> Any:

@@ -31,10 +31,18 @@ class Rendered:
     """Indices whose client-sent reasoning was removed (earlier turn, or not accepted)."""
     missing: list[int] = field(default_factory=list)
     """Indices that should carry reasoning but none was sent or stored."""
+    dropped: list[int] = field(default_factory=list)
+    """Indices whose reasoning the target cannot take (another issuer's signature, or none)."""
 
 
 def _own(message: Any) -> Reasoning | None:
     return reasoning_from_message(message) if isinstance(message, dict) else None
+
+
+def _accepted(dialect: Dialect, reasoning: Reasoning) -> bool:
+    """Dialects for signed reasoning (Claude) say which records their target can take back."""
+    accepts = getattr(dialect, "accepts", None)
+    return bool(accepts(reasoning)) if callable(accepts) else True
 
 
 def plan(messages: Sequence[Any], dialect: Dialect, policy: TurnPolicy) -> list[int]:
@@ -86,7 +94,14 @@ def render(
                     or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts))
                 )
                 reasoning = from_store if use_store else own
-                if reasoning is not None and not reasoning.is_empty:
+                if (
+                    reasoning is not None
+                    and not reasoning.is_empty
+                    and not _accepted(dialect, reasoning)
+                ):
+                    result.dropped.append(index)
+                    reasoning = None
+                elif reasoning is not None and not reasoning.is_empty:
                     result.kept.append(index)
                     if use_store:
                         result.restored.append(index)

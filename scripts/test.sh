@@ -19,7 +19,29 @@ install() {  # venv-dir constraints-file extras
 install proxy-1.106.12 proxy-1.106.12.txt dev,proxy
 install sdk-1.110.2 sdk-1.110.2.txt dev
 
+mkdir -p .venvs/reports
+status=0
 echo "== LiteLLM 1.106.12 (with proxy): all tests"
-.venvs/proxy-1.106.12/bin/python -m pytest -q -p no:cacheprovider "$@"
+.venvs/proxy-1.106.12/bin/python -m pytest -q -p no:cacheprovider \
+  --junitxml=.venvs/reports/proxy-1.106.12.xml "$@" || status=$?
 echo "== LiteLLM 1.110.2 (SDK): all tests but the proxy process"
-.venvs/sdk-1.110.2/bin/python -m pytest -q -p no:cacheprovider -m "not proxy" "$@"
+.venvs/sdk-1.110.2/bin/python -m pytest -q -p no:cacheprovider -m "not proxy" \
+  --junitxml=.venvs/reports/sdk-1.110.2.xml "$@" || status=$?
+
+# Both runs in one closing line, counted from pytest's own reports.
+"$PYTHON" - .venvs/reports/proxy-1.106.12.xml .venvs/reports/sdk-1.110.2.xml <<'PY'
+import sys, xml.etree.ElementTree as ET
+total = failed = skipped = 0
+for path in sys.argv[1:]:
+    try:
+        suite = ET.parse(path).getroot()
+    except (OSError, ET.ParseError):
+        failed += 1  # a run that wrote no report did not pass
+        continue
+    suite = suite if suite.tag == "testsuite" else suite.find("testsuite")
+    tests, skips = int(suite.get("tests", 0)), int(suite.get("skipped", 0))
+    bad = int(suite.get("failures", 0)) + int(suite.get("errors", 0))
+    total += tests; failed += bad; skipped += skips
+print(f"total: {total - failed - skipped} passed, {failed} failed, {skipped} skipped")
+PY
+exit $status

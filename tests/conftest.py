@@ -34,3 +34,14 @@ def callback() -> Iterator[ReasoningCallback]:
     """A registered callback on its own in-memory store, unregistered afterwards."""
     yield register(ReasoningCallback())
     litellm.logging_callback_manager._reset_all_callbacks()
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Close LiteLLM's pooled async HTTP clients, so interpreter exit stays quiet."""
+    import asyncio
+    import contextlib
+
+    from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
+
+    with contextlib.suppress(Exception):  # cleanup only; the run's result is already decided
+        asyncio.run(close_litellm_async_clients())

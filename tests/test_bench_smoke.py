@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 TITLES = {
     "rewrite": "## Rewrite cost vs its floor",
@@ -20,6 +22,7 @@ TITLES = {
 }
 
 
+@pytest.mark.proxy  # the proxy section starts the real `litellm` proxy
 def test_bench_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "results.md"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

@@ -8,16 +8,29 @@ scripted replies of one scenario never answer another's requests.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 import pytest
-from proxy_utils import Proxy, openai_compatible_deployment, proxy_config, run_proxy
+from proxy_utils import (
+    TOOLS,
+    Proxy,
+    assert_no_turn_key,
+    assistant_messages,
+    chat,
+    openai_compatible_deployment,
+    proxy_config,
+    run_proxy,
+    text_reply,
+    tool_call,
+    tool_loop,
+    tool_reply,
+    upstream_model,
+    wire_ids,
+)
 
-from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.testing.upstream import Upstream
 
 pytestmark = pytest.mark.proxy
 
@@ -34,26 +47,6 @@ SCENARIOS = (
     "echo-stream",
 )
 """Model groups; group `g` is `openai/g-upstream` on the local upstream."""
-
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather in a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
-
-
-def upstream_model(group: str) -> str:
-    return f"{group}-upstream"
-
 
 # ---------------------------------------------------------------------------- fixtures
 
@@ -94,151 +87,6 @@ def log_on_failure(proxy: Proxy) -> Iterator[None]:
         text = log.read().decode(errors="replace")
     print("---- proxy log during this test (last 120 lines) ----")
     print("\n".join(text.splitlines()[-120:]))
-
-
-# ---------------------------------------------------------------------------- helpers
-
-
-def tool_call(call_id: str, city: str) -> dict[str, Any]:
-    return {
-        "id": call_id,
-        "type": "function",
-        "function": {"name": "get_weather", "arguments": json.dumps({"city": city})},
-    }
-
-
-def tool_reply(reasoning: str, call_id: str, city: str) -> Reply:
-    return Reply(
-        message={
-            "role": "assistant",
-            "content": "",
-            "reasoning_content": reasoning,
-            "tool_calls": [tool_call(call_id, city)],
-        }
-    )
-
-
-def text_reply(reasoning: str, content: str) -> Reply:
-    return Reply(message={"role": "assistant", "content": content, "reasoning_content": reasoning})
-
-
-@dataclass
-class Received:
-    """What the client got back, as an openai SDK user sees it."""
-
-    content: str | None
-    reasoning_content: str | None
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_history(self) -> dict[str, Any]:
-        """The assistant message as an openai SDK user sends it back: role, content and tool
-        calls only (`reasoning_content` is not an SDK field and gets dropped)."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
-        if self.tool_calls:
-            message["tool_calls"] = self.tool_calls
-        return message
-
-
-def chat(
-    client: openai.OpenAI,
-    group: str,
-    messages: list[dict[str, Any]],
-    *,
-    stream: bool,
-    **kwargs: Any,
-) -> Received:
-    """One request through the proxy; a stream is read to its end before this returns."""
-    if not stream:
-        response = client.chat.completions.create(
-            model=group, messages=messages, stream=False, **kwargs
-        )
-        message = response.choices[0].message
-        extra = message.model_extra or {}
-        return Received(
-            content=message.content,
-            reasoning_content=extra.get(
-                "reasoning_content", getattr(message, "reasoning_content", None)
-            ),
-            tool_calls=[
-                {
-                    "id": c.id,
-                    "type": "function",
-                    "function": {"name": c.function.name, "arguments": c.function.arguments},
-                }
-                for c in message.tool_calls or []
-            ],
-        )
-    content: list[str] = []
-    reasoning: list[str] = []
-    calls: dict[int, dict[str, Any]] = {}
-    for chunk in client.chat.completions.create(
-        model=group, messages=messages, stream=True, **kwargs
-    ):
-        for choice in chunk.choices:
-            delta = choice.delta
-            if delta.content:
-                content.append(delta.content)
-            piece = (delta.model_extra or {}).get("reasoning_content")
-            if piece:
-                reasoning.append(piece)
-            for call in delta.tool_calls or []:
-                entry = calls.setdefault(
-                    call.index,
-                    {"id": None, "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                if call.id:
-                    entry["id"] = call.id
-                if call.function is not None:
-                    if call.function.name:
-                        entry["function"]["name"] += call.function.name
-                    if call.function.arguments:
-                        entry["function"]["arguments"] += call.function.arguments
-    return Received(
-        content="".join(content) or None,
-        reasoning_content="".join(reasoning) or None,
-        tool_calls=[calls[i] for i in sorted(calls)],
-    )
-
-
-def assistant_messages(body: dict[str, Any]) -> list[dict[str, Any]]:
-    return [m for m in body["messages"] if m.get("role") == "assistant"]
-
-
-def assert_no_turn_key(body: dict[str, Any]) -> None:
-    leaked = [m for m in body["messages"] if "turn" in m]
-    assert not leaked, f"`turn` reached the upstream: {leaked}"
-
-
-def wire_ids(message: dict[str, Any]) -> list[str]:
-    return [c["id"] for c in message.get("tool_calls") or []]
-
-
-def tool_loop(
-    client: openai.OpenAI,
-    upstream: Upstream,
-    group: str,
-    *,
-    stream: bool,
-    reasoning: str,
-    call_id: str,
-    user: str = "alice",
-) -> list[dict[str, Any]]:
-    """Request 1 of a tool loop: returns the history the client sends next (reasoning dropped,
-    tool result appended)."""
-    model = upstream_model(group)
-    upstream.script(model, tool_reply(reasoning, call_id, "Paris"))
-    history: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a weather bot."},
-        {"role": "user", "content": "Weather in Paris?"},
-    ]
-    got = chat(client, group, history, stream=stream, tools=TOOLS, user=user)
-    assert got.reasoning_content == reasoning, "the client must receive the upstream's reasoning"
-    assert [c["id"] for c in got.tool_calls] == [call_id]
-    return [
-        *history,
-        got.as_history(),
-        {"role": "tool", "tool_call_id": call_id, "content": "Sunny, 24 C"},
-    ]
 
 
 # ---------------------------------------------------------------------------- tests

@@ -10,7 +10,7 @@ README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_providers_table_matches_the_code() -> None:
-    """Regenerate with `python -c "from litellm_reasoning.targets import providers_markdown as p; print(p())"`."""
+    """Regenerate the table with `litellm_reasoning.targets.providers_markdown()`."""
     text = README.read_text(encoding="utf-8")
     start = text.index("<!-- providers:start -->\n") + len("<!-- providers:start -->\n")
     end = text.index("<!-- providers:end -->")

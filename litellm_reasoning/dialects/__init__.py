@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ._base import REASONING_KEYS, Dialect, strip_reasoning
+from .anthropic import AnthropicDialect, BedrockClaudeDialect, VertexClaudeDialect
 from .no_reasoning import NoReasoningDialect, PassthroughDialect
 from .openai_chat import (
     ReasoningContentDialect,
@@ -18,6 +19,9 @@ _DIALECTS: dict[str, Dialect] = {
         ReasoningFieldDialect(),
         NoReasoningDialect(),
         PassthroughDialect(),
+        AnthropicDialect(),
+        BedrockClaudeDialect(),
+        VertexClaudeDialect(),
     )
 }
 
