@@ -524,17 +524,24 @@ class ReasoningCallback(CustomLogger):
 
     # ------------------------------------------------------------------ capture side
 
-    def _capture(self, call_id: Any, response: Any) -> None:
+    def _claim(self, call_id: Any) -> _Call | None:
+        """The call whose reply is captured now, exactly once (None: not ours, or done)."""
         if not isinstance(call_id, str):
+            return None
+        with self._lock:
+            call = self._calls.get(call_id)
+            if call is None or call_id in self._captured:
+                return None
+            self._captured[call_id] = None
+            while len(self._captured) > self._max_tracked_calls:
+                self._captured.popitem(last=False)
+        return call
+
+    def _capture(self, call_id: Any, response: Any) -> None:
+        call = self._claim(call_id)
+        if call is None:
             return
         try:
-            with self._lock:
-                call = self._calls.get(call_id)
-                if call is None or call_id in self._captured:
-                    return
-                self._captured[call_id] = None
-                while len(self._captured) > self._max_tracked_calls:
-                    self._captured.popitem(last=False)
             records = self._records(call, response)
             if records:
                 self.store.put_many(call.scope, records)
@@ -545,16 +552,10 @@ class ReasoningCallback(CustomLogger):
             self._pending.close(call_id)
 
     async def _acapture(self, call_id: Any, response: Any) -> None:
-        if not isinstance(call_id, str):
+        call = self._claim(call_id)
+        if call is None:
             return
         try:
-            with self._lock:
-                call = self._calls.get(call_id)
-                if call is None or call_id in self._captured:
-                    return
-                self._captured[call_id] = None
-                while len(self._captured) > self._max_tracked_calls:
-                    self._captured.popitem(last=False)
             records = self._records(call, response)
             if records:
                 await self.store.aput_many(call.scope, records)

@@ -10,14 +10,11 @@ blocks whole in `content_block_start`, `text_delta` pieces, `input_json_delta` p
 from __future__ import annotations
 
 import json
-import threading
 import uuid
-from collections import defaultdict, deque
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from .upstream import Received
+from ._server import ScriptedServer
 
 
 @dataclass
@@ -99,94 +96,17 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
     return "".join(out)
 
 
-class AnthropicUpstream:
-    """The server. Use as a context manager; `base_url` is what LiteLLM's `api_base` takes."""
+class AnthropicUpstream(ScriptedServer[AnthropicReply]):
+    """The Anthropic Messages API server. LiteLLM appends `/v1/messages` to its `base_url`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._scripts: dict[str, deque[AnthropicReply]] = defaultdict(deque)
-        self._default: dict[str, AnthropicReply] = {}
-        self.received: list[Received] = []
-        self._lock = threading.Lock()
-        upstream = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_raw": raw.decode(errors="replace")}
-                with upstream._lock:
-                    upstream.received.append(
-                        Received(self.path, body, {k.lower(): v for k, v in self.headers.items()})
-                    )
-                model = str(body.get("model", ""))
-                reply = upstream._next(model)
-                if reply is None:
-                    error = {
-                        "type": "error",
-                        "error": {"type": "invalid_request_error", "message": "no scripted reply"},
-                    }
-                    self._send(400, "application/json", json.dumps(error).encode())
-                    return
-                if body.get("stream"):
-                    data = sse_from_reply(model, reply).encode()
-                    self._send(200, "text/event-stream", data)
-                    return
-                self._send(200, "application/json", json.dumps(message_json(model, reply)).encode())
-
-            def _send(self, status: int, content_type: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        """LiteLLM appends `/v1/messages` to an anthropic `api_base`."""
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def script(self, model: str, *replies: AnthropicReply) -> None:
-        with self._lock:
-            self._scripts[model].extend(replies)
-
-    def always(self, model: str, reply: AnthropicReply) -> None:
-        with self._lock:
-            self._default[model] = reply
-
-    def _next(self, model: str) -> AnthropicReply | None:
-        with self._lock:
-            queue = self._scripts.get(model)
-            if queue:
-                return queue.popleft()
-            return self._default.get(model)
-
-    def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
-        with self._lock:
-            return [r.body for r in self.received if model is None or r.body.get("model") == model]
-
-    def start(self) -> AnthropicUpstream:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> AnthropicUpstream:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
+        if reply is None:
+            error = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": "no scripted reply"},
+            }
+            return 400, "application/json", json.dumps(error).encode()
+        model = str(body.get("model", ""))
+        if body.get("stream"):
+            return 200, "text/event-stream", sse_from_reply(model, reply).encode()
+        return 200, "application/json", json.dumps(message_json(model, reply)).encode()

@@ -9,13 +9,14 @@ servers send them) or a recorded raw body, served byte for byte.
 from __future__ import annotations
 
 import json
-import threading
 import time
 import uuid
-from collections import defaultdict, deque
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from dataclasses import dataclass
 from typing import Any
+
+from ._server import Received, ScriptedServer
+
+__all__ = ["Received", "Reply", "Upstream", "sse_from_message"]
 
 
 @dataclass
@@ -30,13 +31,6 @@ class Reply:
     status: int = 200
     finish_reason: str | None = None
     usage: dict[str, Any] | None = None
-
-
-@dataclass
-class Received:
-    path: str
-    body: dict[str, Any]
-    headers: dict[str, str] = field(default_factory=dict)
 
 
 def _chunk(model: str, cid: str, delta: dict[str, Any], finish: str | None = None) -> str:
@@ -82,114 +76,30 @@ def sse_from_message(model: str, message: dict[str, Any], finish: str) -> str:
     return "".join(out)
 
 
-class Upstream:
-    """The server. Use as a context manager; `base_url` is what LiteLLM's `api_base` takes."""
+class Upstream(ScriptedServer[Reply]):
+    """The OpenAI-compatible server; `base_url` ends in `/v1`."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
-        self._scripts: dict[str, deque[Reply]] = defaultdict(deque)
-        self._default: dict[str, Reply] = {}
-        self.received: list[Received] = []
-        self._lock = threading.Lock()
-        upstream = self
+    base_path = "/v1"
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_GET(self) -> None:
-                self._send(200, "application/json", json.dumps({"data": []}).encode())
-
-            def do_POST(self) -> None:
-                length = int(self.headers.get("content-length") or 0)
-                raw = self.rfile.read(length) if length else b""
-                try:
-                    body = json.loads(raw or b"{}")
-                except ValueError:
-                    body = {"_raw": raw.decode(errors="replace")}
-                with upstream._lock:
-                    upstream.received.append(
-                        Received(self.path, body, {k.lower(): v for k, v in self.headers.items()})
-                    )
-                reply = upstream._next(str(body.get("model", "")))
-                if reply is None:
-                    error = {"error": {"message": f"no scripted reply for {body.get('model')!r}"}}
-                    self._send(500, "application/json", json.dumps(error).encode())
-                    return
-                if reply.raw_body is not None:
-                    self._send(reply.status, reply.content_type, reply.raw_body.encode())
-                    return
-                message = dict(reply.message or {"role": "assistant", "content": ""})
-                message.setdefault("role", "assistant")
-                finish = reply.finish_reason or (
-                    "tool_calls" if message.get("tool_calls") else "stop"
-                )
-                model = str(body.get("model", ""))
-                if body.get("stream"):
-                    self._send(
-                        200, "text/event-stream", sse_from_message(model, message, finish).encode()
-                    )
-                    return
-                payload = {
-                    "id": "chatcmpl-" + uuid.uuid4().hex[:12],
-                    "object": "chat.completion",
-                    "created": int(time.time()),
-                    "model": model,
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": reply.usage
-                    or {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
-                }
-                self._send(200, "application/json", json.dumps(payload).encode())
-
-            def _send(self, status: int, content_type: str, data: bytes) -> None:
-                self.send_response(status)
-                self.send_header("content-type", content_type)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self._server = ThreadingHTTPServer((host, port), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-
-    @property
-    def base_url(self) -> str:
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}/v1"
-
-    def script(self, model: str, *replies: Reply) -> None:
-        """Queue `replies` for requests naming `model` (answered in order)."""
-        with self._lock:
-            self._scripts[model].extend(replies)
-
-    def always(self, model: str, reply: Reply) -> None:
-        """Answer every request naming `model` with `reply` once its queue is empty."""
-        with self._lock:
-            self._default[model] = reply
-
-    def _next(self, model: str) -> Reply | None:
-        with self._lock:
-            queue = self._scripts.get(model)
-            if queue:
-                return queue.popleft()
-            return self._default.get(model)
-
-    def bodies(self, model: str | None = None) -> list[dict[str, Any]]:
-        """Request bodies received, oldest first (only those naming `model`, if given)."""
-        with self._lock:
-            return [r.body for r in self.received if model is None or r.body.get("model") == model]
-
-    def start(self) -> Upstream:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._server.shutdown()
-        self._server.server_close()
-
-    def __enter__(self) -> Upstream:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+    def answer(self, body: dict[str, Any], reply: Reply | None) -> tuple[int, str, bytes]:
+        if reply is None:
+            error = {"error": {"message": f"no scripted reply for {body.get('model')!r}"}}
+            return 500, "application/json", json.dumps(error).encode()
+        if reply.raw_body is not None:
+            return reply.status, reply.content_type, reply.raw_body.encode()
+        message = dict(reply.message or {"role": "assistant", "content": ""})
+        message.setdefault("role", "assistant")
+        finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
+        model = str(body.get("model", ""))
+        if body.get("stream"):
+            return 200, "text/event-stream", sse_from_message(model, message, finish).encode()
+        payload = {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:12],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": model,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": reply.usage
+            or {"prompt_tokens": 10, "completion_tokens": 10, "total_tokens": 20},
+        }
+        return 200, "application/json", json.dumps(payload).encode()
