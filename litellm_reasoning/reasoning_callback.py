@@ -43,7 +43,7 @@ from .dialects.anthropic import (
 )
 from .extract import reasoning_from_message
 from .policy import TurnPolicy
-from .render import Rendered, plan, render
+from .render import Rendered, own_reasonings, plan, render
 from .stores import MemoryStore, ReasoningStore, store_from_url
 from .targets import Target, parse_overrides, resolve_target
 from .turns import TURN_KEY
@@ -71,6 +71,8 @@ class _Request:
     """Message index -> digest of the conversation before it (what its capture is filed under)."""
     digest: str
     """Digest of the whole history: the state this call's reply answers."""
+    owns: list[Reasoning | None]
+    """The reasoning each message carries itself (read once)."""
 
 
 @dataclass(slots=True)
@@ -288,14 +290,17 @@ class ReasoningCallback(CustomLogger):
         target, provider, model = self._target(kwargs, messages)
         scope = self._scope(kwargs)
         dialect = get_dialect(target.dialect)
-        wanted = plan(messages, dialect, target.policy)
+        owns = own_reasonings(messages)
+        wanted = plan(messages, dialect, target.policy, owns)
         # One pass over the history: the digests name this call's reply and the lookups.
         digests, shapes = identity.walk(messages)
         empty = identity.conversation_digest([])
         keys = {i: identity.message_key(scope, messages[i], digests[i], shapes[i]) for i in wanted}
         before = {i: digests[i - 1] if i > 0 else empty for i in wanted}
         digest = digests[-1] if digests else empty
-        return _Request(kwargs, messages, target, provider, model, scope, keys, before, digest)
+        return _Request(
+            kwargs, messages, target, provider, model, scope, keys, before, digest, owns
+        )
 
     def _open_captures(
         self, request: _Request, found: Mapping[str, Reasoning]
@@ -312,7 +317,7 @@ class ReasoningCallback(CustomLogger):
     def _complete(self, request: _Request, found: Mapping[str, Reasoning]) -> Rendered:
         stored = {i: found[key] for i, key in request.keys.items() if key in found}
         dialect = get_dialect(request.target.dialect)
-        rendered = render(request.messages, dialect, request.target.policy, stored)
+        rendered = render(request.messages, dialect, request.target.policy, stored, request.owns)
         self._begin(request)
         self._finish(rendered, request.target)
         return rendered

@@ -39,14 +39,27 @@ def _own(message: Any) -> Reasoning | None:
     return reasoning_from_message(message) if isinstance(message, dict) else None
 
 
+def own_reasonings(messages: Sequence[Any]) -> list[Reasoning | None]:
+    """What each assistant message carries itself; read once, shared by `plan` and `render`."""
+    return [
+        _own(m) if isinstance(m, dict) and m.get("role") == "assistant" else None for m in messages
+    ]
+
+
 def _accepted(dialect: Dialect, reasoning: Reasoning) -> bool:
     """Dialects for signed reasoning (Claude) say which records their target can take back."""
     accepts = getattr(dialect, "accepts", None)
     return bool(accepts(reasoning)) if callable(accepts) else True
 
 
-def plan(messages: Sequence[Any], dialect: Dialect, policy: TurnPolicy) -> list[int]:
-    """Indices of assistant messages whose reasoning should be looked up in the store."""
+def plan(
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    owns: Sequence[Reasoning | None] | None = None,
+) -> list[int]:
+    """Indices of assistant messages whose reasoning should be looked up in the store.
+    `owns` is `own_reasonings(messages)` when the caller has it already."""
     if not dialect.accepts_reasoning:
         policy = TurnPolicy.NONE
     if dialect.passthrough or policy is TurnPolicy.NONE:
@@ -58,7 +71,7 @@ def plan(messages: Sequence[Any], dialect: Dialect, policy: TurnPolicy) -> list[
             continue
         if not policy.keeps(index, message, turn_start):
             continue
-        own = _own(message)
+        own = owns[index] if owns is not None else _own(message)
         if own is None or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts)):
             wanted.append(index)
     return wanted
@@ -69,6 +82,7 @@ def render(
     dialect: Dialect,
     policy: TurnPolicy,
     stored: Mapping[int, Reasoning] | None = None,
+    owns: Sequence[Reasoning | None] | None = None,
 ) -> Rendered:
     """`messages` as `dialect` wants them under `policy`, with `stored` reasoning restored."""
     stored = stored or {}
@@ -84,7 +98,7 @@ def render(
             and message.get("role") == "assistant"
             and not dialect.passthrough
         ):
-            own = _own(message)
+            own = owns[index] if owns is not None else _own(message)
             keep = policy.keeps(index, message, turn_start)
             reasoning: Reasoning | None = None
             if keep:
