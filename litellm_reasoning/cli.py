@@ -17,6 +17,12 @@ def main(argv: list[str] | None = None) -> int:
     conformance.add_argument(
         "paths", nargs="*", help="case files or directories (default: ./conformance)"
     )
+    conformance.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="processes to run cases in (default: CPUs, at most 4)",
+    )
     demo = commands.add_parser(
         "demo",
         help="replay a real recorded tool loop through LiteLLM with the callback (no API key)",
@@ -39,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "conformance":
         from .conformance import main as run_conformance
 
-        return run_conformance(args.paths)
+        return run_conformance(args.paths, args.jobs)
     from .demo import main as run_demo
 
     return run_demo(stream=args.stream, proxy=args.proxy)
