@@ -112,7 +112,8 @@ class ReasoningCallback(CustomLogger):
     """Keeps every LiteLLM-routed model's reasoning right across requests.
 
     Args:
-        store: a `ReasoningStore`, or a URL (`memory://`). Default: an in-memory store.
+        store: a `ReasoningStore`, or a URL (`memory://`, `sqlite:///path`,
+            `redis://host:port/db`). Default: an in-memory store.
         namespace: tenant scope for SDK use; a call can set its own with
             `metadata={"reasoning_namespace": ...}`. The proxy adds key, team and end user.
         dialects: `{model pattern: dialect name}` overrides (fnmatch on the model, the
