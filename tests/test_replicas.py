@@ -74,9 +74,11 @@ def replica(
 
 @pytest.fixture(params=["redis", "sqlite"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    # A generous timeout: these tests are about sharing records between processes, and a
+    # loaded CI machine can take longer than the default 0.2 s for a fresh process's first write.
     if request.param == "redis":
-        return str(request.getfixturevalue("redis_url"))
-    return f"sqlite:///{tmp_path / 'proxy' / 'reasoning.db'}"
+        return str(request.getfixturevalue("redis_url")) + "&timeout=5"
+    return f"sqlite:///{tmp_path / 'proxy' / 'reasoning.db'}?timeout=5"
 
 
 def test_next_request_restored_by_another_process(upstream: Upstream, store_url: str) -> None:

@@ -281,8 +281,11 @@ class ResilientStore(ReasoningStore):
     # ------------------------------------------------------------------ lifecycle, operator side
 
     def close(self) -> None:
-        """One last write-through of pending records (stops at the first failure), then close."""
-        if self._pending and self._route():
+        """One last write-through of pending records (stops at the first failure), then close.
+
+        Tried whatever the retry window says: records kept after one slow write would otherwise
+        be lost with the process."""
+        if self._pending:
             with self._lock:
                 flush = not self._flushing
                 self._flushing = True
