@@ -151,7 +151,6 @@ class Runner:
 
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
-        self._routers: dict[tuple[str, str], Any] = {}
 
     def _callback(self, case: Case) -> Any:
         from .reasoning_callback import ReasoningCallback
@@ -177,22 +176,19 @@ class Runner:
         if tools:
             params["tools"] = tools
         if call.startswith("router."):
-            # One Router per deployment, reused: building one costs ~25 ms.
-            router = self._routers.get((model, base_url))
-            if router is None:
-                router = self._routers[(model, base_url)] = litellm.Router(
-                    model_list=[
-                        {
-                            "model_name": "conformance",
-                            "litellm_params": {
-                                "model": model,
-                                "api_base": base_url,
-                                "api_key": "conformance",
-                            },
-                        }
-                    ],
-                    num_retries=0,
-                )
+            router = litellm.Router(
+                model_list=[
+                    {
+                        "model_name": "conformance",
+                        "litellm_params": {
+                            "model": model,
+                            "api_base": base_url,
+                            "api_key": "conformance",
+                        },
+                    }
+                ],
+                num_retries=0,
+            )
             target: Any = router
             params["model"] = "conformance"
         else:
