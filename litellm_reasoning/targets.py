@@ -1,8 +1,9 @@
 """Which dialect and turn policy a deployment gets, from the provider LiteLLM resolved.
 
-The table is data: one row per LiteLLM provider this package has verified rules for. A provider
-that is not listed is passed through untouched (only `turn` is removed), so adding the callback
-never changes what an unknown target receives. Sources: shared notes on provider rules.
+The table is data (`data/model_table.json`, loaded by `model_table`): rows per LiteLLM provider
+and model pattern this package has verified rules for, each with its source. A provider that is
+not listed is passed through untouched (only `turn` is removed), so adding the callback never
+changes what an unknown target receives.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urlparse
 
 from .dialects import get_dialect
+from .model_table import ProviderRule, shipped_rules
 from .policy import TurnPolicy
 
 
@@ -26,93 +28,9 @@ class Target:
     why: str
 
 
-@dataclass(frozen=True, slots=True)
-class ProviderRule:
-    provider: str
-    dialect: str
-    policy: TurnPolicy
-    why: str
-    policy_with_tools: TurnPolicy | None = None
-    """A different policy when the request carries `tools`."""
-    dialect_with_tools: str | None = None
-    """A different dialect when the request carries `tools`."""
-    policy_with_preserved_thinking: TurnPolicy | None = None
-    """A different policy when the request asks the provider to keep earlier thinking
-    (`thinking: {"clear_thinking": false}`)."""
-    models: str | None = None
-    """A regular expression the model must contain for the row to apply (other models of the
-    provider are passed through)."""
+PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
+"""The shipped table (`data/model_table.json`), in match order."""
 
-
-_CLAUDE = r"(?i)claude"
-"""Claude model names on Bedrock (`us.anthropic.claude-…`, `invoke/anthropic.claude-…`) and
-Vertex (`claude-sonnet-4-5@…`)."""
-
-PROVIDER_RULES: tuple[ProviderRule, ...] = (
-    ProviderRule(
-        "deepseek",
-        "openai_chat",
-        TurnPolicy.CURRENT_TURN,
-        "reasoning_content; with tools V4 requires the field on every assistant message of "
-        "every turn (400 otherwise; empty passes), without tools earlier ones are ignored",
-        policy_with_tools=TurnPolicy.ALL_TURNS,
-        dialect_with_tools="openai_chat_required",
-    ),
-    ProviderRule(
-        "moonshot",
-        "openai_chat",
-        TurnPolicy.TOOL_CALLS_ALL_TURNS,
-        "reasoning_content; Kimi checks it on every earlier tool-call message (400 otherwise)",
-    ),
-    ProviderRule("dashscope", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content (Qwen)"),
-    ProviderRule(
-        "zai",
-        "openai_chat",
-        TurnPolicy.CURRENT_TURN,
-        "reasoning_content (GLM); with clear_thinking false every turn's, unmodified",
-        policy_with_preserved_thinking=TurnPolicy.ALL_TURNS,
-    ),
-    ProviderRule("lm_studio", "openai_chat", TurnPolicy.CURRENT_TURN, "reasoning_content"),
-    ProviderRule(
-        "hosted_vllm", "openai_chat_reasoning", TurnPolicy.CURRENT_TURN, "vLLM reads `reasoning`"
-    ),
-    ProviderRule(
-        "cerebras", "openai_chat_reasoning", TurnPolicy.CURRENT_TURN, "Cerebras reads `reasoning`"
-    ),
-    ProviderRule(
-        "groq", "no_reasoning", TurnPolicy.NONE, "Groq rejects reasoning fields on messages"
-    ),
-    ProviderRule(
-        "xai", "no_reasoning", TurnPolicy.NONE, "xAI chat completions has no reasoning input"
-    ),
-    ProviderRule(
-        "azure", "no_reasoning", TurnPolicy.NONE, "Azure OpenAI chat takes no reasoning back"
-    ),
-    ProviderRule(
-        "anthropic",
-        "anthropic",
-        TurnPolicy.CURRENT_TURN,
-        "signed thinking / redacted_thinking blocks, byte-exact, first in the message; "
-        "required within a tool loop; Anthropic-signed only",
-    ),
-    ProviderRule(
-        "bedrock",
-        "anthropic_bedrock",
-        TurnPolicy.CURRENT_TURN,
-        "Claude on Bedrock (Converse, invoke): Bedrock-signed reasoningContent / redacted "
-        "blocks, as for Anthropic",
-        models=_CLAUDE,
-    ),
-    ProviderRule(
-        "vertex_ai",
-        "anthropic_vertex",
-        TurnPolicy.CURRENT_TURN,
-        "Claude on Vertex AI: Vertex-signed thinking blocks, as for Anthropic",
-        models=_CLAUDE,
-    ),
-)
-
-_RULES = {rule.provider: rule for rule in PROVIDER_RULES}
 
 OPENAI_HOSTS = ("api.openai.com",)
 _OFFICIAL_OPENAI_MODEL = re.compile(r"^(gpt-(?!oss)|o\d|chatgpt-|codex-)", re.IGNORECASE)
@@ -174,11 +92,11 @@ def _default_target(
         return Target(
             "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
         )
-    rule = _RULES.get(provider)
+    rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
     if rule is None:
-        return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}")
-    if rule.models and not re.search(rule.models, model):
-        return Target("passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider}/{model}")
+        return Target(
+            "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"
+        )
     policy, dialect = rule.policy, rule.dialect
     if has_tools:
         policy = rule.policy_with_tools or policy
@@ -225,7 +143,11 @@ def providers_markdown() -> str:
         dialect = rule.dialect
         if rule.dialect_with_tools:
             dialect += f" (with tools: {rule.dialect_with_tools})"
-        rows.append((f"`{rule.provider}/`", dialect, policy, rule.why))
+        target = f"`{rule.provider}/`" + (
+            f" models matching `{rule.models}`" if rule.models else ""
+        )
+        why = f"{rule.why} ([source]({rule.source}))" if rule.source else rule.why
+        rows.append((target, dialect, policy, why))
     rows.append(
         (
             "any other provider",
