@@ -36,6 +36,24 @@ def callback() -> Iterator[ReasoningCallback]:
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
+_RETIRED_CLIENTS: list[object] = []
+
+
+@pytest.fixture(autouse=True)
+def _fresh_litellm_clients() -> Iterator[None]:
+    """Forget LiteLLM's cached HTTP clients after each test.
+
+    LiteLLM keys its async clients by `id()` of the running event loop; each test has its own
+    loop, and a new loop can get a dead one's id, handing the test a client bound to a closed
+    loop (a request that never completes)."""
+    yield
+    cached = getattr(getattr(litellm, "in_memory_llm_clients_cache", None), "cache_dict", None)
+    if isinstance(cached, dict):
+        # Kept, not dropped: the session's end closes them (unclosed ones are noisy at exit).
+        _RETIRED_CLIENTS.extend(cached.values())
+        litellm.in_memory_llm_clients_cache.flush_cache()
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Close LiteLLM's pooled async HTTP clients, so interpreter exit stays quiet."""
     import asyncio
@@ -44,4 +62,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     from litellm.llms.custom_httpx.async_client_cleanup import close_litellm_async_clients
 
     with contextlib.suppress(Exception):  # cleanup only; the run's result is already decided
+        cache = litellm.in_memory_llm_clients_cache
+        for index, client in enumerate(_RETIRED_CLIENTS):
+            cache.cache_dict[f"retired-{index}"] = client
         asyncio.run(close_litellm_async_clients())
