@@ -31,6 +31,12 @@ class Proxy:
     master_key: str
     log_path: Path
     startup_seconds: float
+    pid: int
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the proxy process so far (all its threads)."""
+        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:
@@ -99,7 +105,8 @@ class ProxyProcess:
                 tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
                 raise RuntimeError(f"the litellm proxy did not start; log tail:\n{tail}")
             time.sleep(0.2)
-        return Proxy(url, self.master_key, self.log_path, time.monotonic() - self.started)
+        started = time.monotonic() - self.started
+        return Proxy(url, self.master_key, self.log_path, started, self.process.pid)
 
     def stop(self) -> None:
         process = self.process

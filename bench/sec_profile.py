@@ -10,7 +10,7 @@ from typing import Any
 
 import litellm
 from common import Section, agent_history
-from sec_rewrite import prime_store, rewrite_once
+from sec_rewrite import fresh, prime_store, rewrite_once
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.stores import MemoryStore
@@ -70,16 +70,21 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
     messages, reasoning = agent_history(rewrite_size, seed="profile")
     prime_store(cb, messages, reasoning)
 
+    copies = [fresh(messages) for _ in range(rewrite_reps)]  # new dicts per request
+
+    asyncio.run(rewrite_once(cb, fresh(messages[:-2])))  # the conversation's previous request
+
     async def rewrites() -> None:
-        for _ in range(rewrite_reps):
-            await rewrite_once(cb, messages)
+        for copy in copies:
+            await rewrite_once(cb, copy)
 
     try:
         total, rows = _profile(rewrites, out_dir / "profile_rewrite.txt")
     finally:
         litellm.callbacks = previous
     lines = [
-        f"Pre-call rewrite, {rewrite_size}-message history, {rewrite_reps} calls "
+        f"Pre-call rewrite, {rewrite_size}-message history, {rewrite_reps} calls, each with new "
+        "message dicts (the conversation's earlier request remembered) "
         f"({total:.2f} s sampled); package functions by inclusive time:",
         "",
     ]

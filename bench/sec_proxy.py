@@ -67,6 +67,9 @@ async def _load(
     return len(latencies), errors, latencies, elapsed
 
 
+ARMS = ("without", "empty", "with")
+
+
 def run(concurrency: int, seconds: float, rounds: int) -> Section:
     section = Section("proxy", "Proxy throughput (real `litellm` proxy, with vs without)")
     always, warm, steady = _conversation()
@@ -81,7 +84,17 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
             }
             for name in always
         ]
+        bench_dir = str(Path(__file__).resolve().parent)
         specs = {
+            "without": ProxyProcess({"model_list": model_list}, Path(tmp) / "without"),
+            "empty": ProxyProcess(
+                {
+                    "model_list": model_list,
+                    "litellm_settings": {"callbacks": "empty_callback.callback"},
+                },
+                Path(tmp) / "empty",
+                env={"PYTHONPATH": bench_dir},
+            ),
             "with": ProxyProcess(
                 {
                     "model_list": model_list,
@@ -90,7 +103,6 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
                 Path(tmp) / "with",
                 env={"LITELLM_REASONING_STORE": "memory://"},
             ),
-            "without": ProxyProcess({"model_list": model_list}, Path(tmp) / "without"),
         }
         with proxies(specs) as running:
             section.note(
@@ -121,11 +133,13 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
                     seconds,
                 )
                 results: dict[str, dict[str, Any]] = {
-                    k: {"ok": 0, "err": 0, "lat": [], "elapsed": 0.0, "rps": []} for k in running
+                    k: {"ok": 0, "err": 0, "lat": [], "elapsed": 0.0, "rps": [], "cpu": 0.0}
+                    for k in running
                 }
                 for r in range(rounds):
-                    for name in ("with", "without") if r % 2 == 0 else ("without", "with"):
+                    for name in ARMS if r % 2 == 0 else ARMS[::-1]:
                         proxy = running[name]
+                        cpu = proxy.cpu_seconds()
                         ok, err, lat, elapsed = await _load(
                             proxy.url + "/v1/chat/completions",
                             {"authorization": f"Bearer {proxy.master_key}"},
@@ -134,6 +148,7 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
                             seconds,
                         )
                         res = results[name]
+                        res["cpu"] += proxy.cpu_seconds() - cpu
                         res["ok"] += ok
                         res["err"] += err
                         res["lat"] += lat
@@ -146,15 +161,20 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
     results = measured["results"]
     d_ok, d_err, d_lat, d_elapsed = measured["direct"]
     rows = []
-    for name in ("without", "with"):
+    rate = {name: results[name]["ok"] / results[name]["elapsed"] for name in ARMS}
+    cpu = {name: results[name]["cpu"] / max(results[name]["ok"], 1) for name in ARMS}
+    for name in ARMS:
         res = results[name]
         rows.append(
             [
-                f"proxy {name} callback",
-                f"{res['ok'] / res['elapsed']:.1f}",
+                {"without": "proxy, no callback", "empty": "proxy, empty callback"}.get(
+                    name, "proxy with the callback"
+                ),
+                f"{rate[name]:.1f}",
                 " / ".join(f"{x:.1f}" for x in res["rps"]),
                 fmt_ms(median(res["lat"])),
                 fmt_ms(percentile(res["lat"], 99)),
+                fmt_ms(cpu[name]),
                 str(res["ok"]),
                 str(res["err"]),
             ]
@@ -166,22 +186,59 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
             "—",
             fmt_ms(median(d_lat)),
             fmt_ms(percentile(d_lat, 99)),
+            "—",
             str(d_ok),
             str(d_err),
         ]
     )
     w, wo = results["with"], results["without"]
-    rps_ratio = (w["ok"] / w["elapsed"]) / (wo["ok"] / wo["elapsed"])
+    rps_ratio = rate["with"] / rate["without"]
     p99_ratio = percentile(w["lat"], 99) / percentile(wo["lat"], 99)
     rows.append(
-        ["ratio with / without", fmt_ratio(rps_ratio), "", "", fmt_ratio(p99_ratio), "", ""]
+        [
+            "ratio with / without",
+            fmt_ratio(rps_ratio),
+            "",
+            "",
+            fmt_ratio(p99_ratio),
+            fmt_ratio(cpu["with"] / cpu["without"]),
+            "",
+            "",
+        ]
     )
-    section.table(["target", "req/s", "req/s per round", "p50", "p99", "requests", "errors"], rows)
-    headroom = (d_ok / d_elapsed) / max(wo["ok"] / wo["elapsed"], 1e-9)
+    rows.append(
+        [
+            "ratio with / empty callback",
+            fmt_ratio(rate["with"] / rate["empty"]),
+            "",
+            "",
+            "",
+            fmt_ratio(cpu["with"] / cpu["empty"]),
+            "",
+            "",
+        ]
+    )
+    section.table(
+        [
+            "target",
+            "req/s",
+            "req/s per round",
+            "p50",
+            "p99",
+            "proxy CPU / request",
+            "requests",
+            "errors",
+        ],
+        rows,
+    )
+    headroom = (d_ok / d_elapsed) / max(rate["without"], 1e-9)
     section.note(
         f"{concurrency} concurrent clients (httpx, keep-alive), {rounds} rounds of {seconds:g} s "
-        "per proxy, with/without alternating (order flipped each round); both proxies run side by "
-        "side (1 worker each, memory:// store), the idle one waits while the other is loaded."
+        "per proxy, the three proxies in turn (order turned around each round); they run side by "
+        "side (1 worker each, memory:// store), the idle ones wait while one is loaded. "
+        "`empty callback`: the proxy with a `CustomLogger` that does nothing, i.e. what LiteLLM's "
+        "callback machinery costs by itself. CPU / request: the proxy process's user + system CPU "
+        "time (all threads) over the requests it served."
     )
     section.note(
         "request: the recorded DeepSeek tool loop's third request (9 messages) with reasoning "
@@ -189,14 +246,31 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
         "and captures the reply on every request."
     )
     section.note(
-        f"the local server runs in its own process; alone it serves {d_ok / d_elapsed:.0f} req/s "
-        f"to the same client ({headroom:.1f}x the proxy without the callback), so it is not the "
-        "bottleneck"
+        f"the local server runs in its own process (Nagle off, see the e2e section); alone it "
+        f"serves {d_ok / d_elapsed:.0f} req/s to the same client ({headroom:.1f}x the proxy "
+        "without the callback), so it is not the bottleneck"
         + (" (but the headroom is small: treat with care)" if headroom < 3 else "")
-        + ". The client, proxy and server share the machine's CPUs."
+        + ". The client, proxies and server share the machine's CPUs."
     )
     section.summary.append(
         ("proxy req/s with / without", fmt_ratio(rps_ratio), ">= 0.97x", verdict(rps_ratio >= 0.97))
+    )
+    section.summary.append(
+        (
+            "proxy req/s: empty callback / without (LiteLLM's floor); with / empty callback",
+            f"{fmt_ratio(rate['empty'] / rate['without'])}; "
+            f"{fmt_ratio(rate['with'] / rate['empty'])}",
+            "—",
+            "info",
+        )
+    )
+    section.summary.append(
+        (
+            "proxy CPU per request with / without; with / empty callback",
+            f"{fmt_ratio(cpu['with'] / cpu['without'])}; {fmt_ratio(cpu['with'] / cpu['empty'])}",
+            "—",
+            "info",
+        )
     )
     section.summary.append(("proxy p99 latency with / without", fmt_ratio(p99_ratio), "—", "info"))
     return section

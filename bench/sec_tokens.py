@@ -18,7 +18,19 @@ from common import Section, deepseek_recording, median, verdict
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
-POLICIES = ("all_turns", "current_turn", "none")
+BUDGET = 200
+ARMS: dict[str, dict[str, Any]] = {
+    "all_turns": {"policies": {"*": "all_turns"}},
+    "current_turn": {"policies": {"*": "current_turn"}},
+    "none": {"policies": {"*": "none"}},
+    f"all_turns, budget {BUDGET}": {
+        "policies": {"*": "all_turns"},
+        "max_reasoning_tokens": BUDGET,
+    },
+}
+"""Each arm's `ReasoningCallback` settings; the budget arm caps the reasoning one request
+carries (`max_reasoning_tokens`, characters/4 estimate), oldest earlier turns first."""
+POLICIES = tuple(ARMS)
 
 
 def _tokenizer() -> tuple[Callable[[str], int], str]:
@@ -71,13 +83,15 @@ def _dropped(message: Any) -> dict[str, Any]:
     return out
 
 
-async def _run_policy(up: Upstream, policy: str, turns: int) -> list[dict[str, Any]]:
-    model = f"tok-{policy}-{uuid.uuid4().hex[:6]}"
+async def _run_policy(
+    up: Upstream, policy: str, turns: int
+) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    model = f"tok-{policy.split(',')[0]}-{uuid.uuid4().hex[:6]}"
     per_turn, tool_messages, tools = _session(turns)
     results = {m["tool_call_id"]: m for m in tool_messages}
     for turn_replies in per_turn:
         up.script(model, *(Reply(message=r) for r in turn_replies))
-    cb = ReasoningCallback(policies={"*": policy})
+    cb = ReasoningCallback(**ARMS[policy])
     litellm.logging_callback_manager._reset_all_callbacks()
     litellm.callbacks = [cb]
     system = [m for m in deepseek_recording()["requests"][0]["messages"] if m["role"] == "system"]
@@ -100,7 +114,7 @@ async def _run_policy(up: Upstream, policy: str, turns: int) -> list[dict[str, A
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
         litellm.callbacks = []
-    return up.bodies(model)
+    return up.bodies(model), dict(cb.stats)
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -119,9 +133,10 @@ def run(turns: int) -> Section:
     section = Section("tokens", "Tokens and prompt-cache prefix per turn policy")
     count, how = _tokenizer()
     bodies: dict[str, list[dict[str, Any]]] = {}
+    stats: dict[str, dict[str, int]] = {}
     with Upstream() as up:
         for policy in POLICIES:
-            bodies[policy] = asyncio.run(_run_policy(up, policy, turns))
+            bodies[policy], stats[policy] = asyncio.run(_run_policy(up, policy, turns))
     rows = []
     totals: dict[str, int] = {}
     shares: dict[str, float] = {}
@@ -156,6 +171,11 @@ def run(turns: int) -> Section:
                 f"{shares[policy]:.1%}",
                 f"{min(boundary):.1%}" if boundary else "n/a",
                 f"{intact} / {len(common)}",
+                str(stats[policy].get("reasoning_tokens_sent", 0)),
+                str(
+                    stats["all_turns"].get("reasoning_tokens_sent", 0)
+                    - stats[policy].get("reasoning_tokens_sent", 0)
+                ),
             ]
         )
         print(
@@ -173,11 +193,13 @@ def run(turns: int) -> Section:
             "mean share = byte-identical prefix of previous request",
             "worst share at a new turn",
             "requests extending the previous one intact",
+            "reasoning tokens sent (callback's estimate, session)",
+            "reasoning tokens saved vs all_turns",
         ],
         rows,
     )
     base = totals["all_turns"]
-    for policy in ("current_turn", "none"):
+    for policy in POLICIES[1:]:
         section.summary.append(
             (
                 f"session input tokens, {policy} / all_turns",
@@ -188,7 +210,7 @@ def run(turns: int) -> Section:
         )
     section.summary.append(
         (
-            "byte-identical prefix share (all_turns / current_turn / none)",
+            f"byte-identical prefix share ({' / '.join(POLICIES)})",
             " / ".join(f"{shares[p]:.1%}" for p in POLICIES),
             "—",
             "info",
@@ -198,7 +220,13 @@ def run(turns: int) -> Section:
         f"session: the recorded DeepSeek tool loop (3 requests per turn: load_capability, then "
         f"get_player_name + roll_dice, then the answer) repeated for {turns} turns with unique "
         "tool-call ids, through `litellm.acompletion` (openai/ at the local server, tools as "
-        "recorded), from a client that drops reasoning; `ReasoningCallback(policies={'*': ...})`."
+        "recorded), from a client that drops reasoning; `ReasoningCallback(policies={'*': ...})`, "
+        f"the budget arm with `max_reasoning_tokens={BUDGET}`."
+    )
+    section.note(
+        "reasoning tokens sent: the sum over the session of each request's decisions summary "
+        "(`spend_logs_metadata.litellm_reasoning.reasoning_tokens.sent`, characters / 4), as "
+        "`cb.stats['reasoning_tokens_sent']` counts it."
     )
     section.note(f"tokens: {how}.")
     section.note(

@@ -1,10 +1,16 @@
-"""The local OpenAI-compatible `Upstream`, in a process of its own, so the benchmark's client (and
-LiteLLM, in the SDK sections) never shares a GIL with the server it measures against.
+"""The local OpenAI-compatible `Upstream` (or the Anthropic-format `AnthropicUpstream`), in a
+process of its own, so the benchmark's client (and LiteLLM, in the SDK sections) never shares a
+GIL with the server it measures against.
 
     python bench/upstream_proc.py SPEC.json
 
-SPEC: `{"always": {"<model>": <assistant message>}}`. Prints `READY <base_url>` once serving,
+SPEC: `{"kind": "openai" | "anthropic", "always": {"<model>": <reply>}}`, the reply an assistant
+message (openai) or a list of content blocks (anthropic). Prints `READY <base_url>` once serving,
 then serves until stdin closes or the process is terminated.
+
+The servers write a response's headers and body in two `send`s; with Nagle's algorithm on, the
+body then waits for the client's delayed ACK (~40 ms on Linux), a stall no real server has that
+would hide what LiteLLM and the callback cost. The benchmark's server turns Nagle off.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import socket
 import subprocess
 import sys
 import tempfile
@@ -20,24 +27,46 @@ from pathlib import Path
 from typing import Any
 
 
+def no_delay(server: Any) -> Any:
+    """`server` (a `ScriptedServer`) with Nagle's algorithm off on every connection it accepts."""
+    http = server._server  # the ThreadingHTTPServer inside
+    accept = http.get_request
+
+    def get_request() -> tuple[socket.socket, Any]:
+        connection, address = accept()
+        connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return connection, address
+
+    http.get_request = get_request
+    return server
+
+
 def main(spec_path: str) -> None:
+    from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
     from litellm_reasoning.testing.upstream import Reply, Upstream
 
     spec = json.loads(Path(spec_path).read_text())
-    with Upstream() as upstream:
+    server: Any
+    if spec.get("kind") == "anthropic":
+        server = AnthropicUpstream()
+        for model, content in spec.get("always", {}).items():
+            server.always(model, AnthropicReply(content=content))
+    else:
+        server = Upstream()
         for model, message in spec.get("always", {}).items():
-            upstream.always(model, Reply(message=message))
-        print(f"READY {upstream.base_url}", flush=True)
+            server.always(model, Reply(message=message))
+    with no_delay(server):
+        print(f"READY {server.base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             sys.stdin.read()  # until the parent closes our stdin (or dies)
 
 
 @contextlib.contextmanager
-def upstream_process(always: dict[str, dict[str, Any]]) -> Iterator[str]:
+def upstream_process(always: dict[str, Any], kind: str = "openai") -> Iterator[str]:
     """Start the server process; yield its base_url; stop it afterwards."""
     with tempfile.TemporaryDirectory(prefix="bench-upstream-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"always": always}))
+        spec.write_text(json.dumps({"kind": kind, "always": always}))
         process = subprocess.Popen(
             [sys.executable, __file__, str(spec)],
             stdin=subprocess.PIPE,

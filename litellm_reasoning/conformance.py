@@ -7,7 +7,8 @@ A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
 * `expect`: the messages as the target must receive them. Every key an expected message names
   must match; a reasoning key (or `turn`) it does not name must be absent on the wire.
 * optional `model` (a LiteLLM model, default `openai/conformance-model`; its api_base is always
-  the local server), `dialects` / `policies` (callback overrides), `tools` (sent with the request),
+  the local server), `dialects` / `policies` / `max_reasoning_tokens` (callback settings),
+  `tools` (sent with the request),
   `params` (more LiteLLM keyword arguments, e.g. `thinking`, `max_tokens`), `clients` (`keeps`,
   `drops`; default both).
 * optional `wire: "anthropic"`: the target is Claude behind a local Anthropic Messages server
@@ -25,6 +26,7 @@ tool calls of each reply, so every reasoning on the wire was restored by the cal
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import sys
@@ -146,6 +148,21 @@ def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
     return ""
 
 
+def _sync_call(target: Any, params: dict[str, Any], stream: bool) -> None:
+    response = target.completion(**params)
+    if stream:
+        for _ in response:
+            pass
+    del response
+    # LiteLLM stops reading a sync stream at its last event and leaves the HTTP line generator
+    # suspended; if the cyclic GC finalises it later, inside httpcore's pool lock during the
+    # next request on the same client, that thread deadlocks on the lock it holds. Finalise
+    # it here, outside any request (unless the caller paused the GC and collects itself, as
+    # the test suite does).
+    if gc.isenabled():
+        gc.collect()
+
+
 class Runner:
     """Runs cases against one local upstream, one callback per case run."""
 
@@ -156,7 +173,9 @@ class Runner:
         from .reasoning_callback import ReasoningCallback
 
         return ReasoningCallback(
-            dialects=case.raw.get("dialects"), policies=case.raw.get("policies")
+            dialects=case.raw.get("dialects"),
+            policies=case.raw.get("policies"),
+            max_reasoning_tokens=case.raw.get("max_reasoning_tokens"),
         )
 
     async def _call(
@@ -200,9 +219,7 @@ class Runner:
                 async for _ in response:
                     pass
         else:
-            response = await asyncio.to_thread(lambda: target.completion(**params))
-            if stream:
-                await asyncio.to_thread(lambda: [None for _ in response])
+            await asyncio.to_thread(_sync_call, target, params, stream)
 
     async def run_one(self, case: Case, call: str, stream: bool, client: str) -> Outcome:
         import litellm

@@ -6,6 +6,8 @@ client sent back with their reasoning still on them. Pure: dicts in, `Reasoning`
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import Iterable
 from typing import Any
 
@@ -17,6 +19,10 @@ Kimi, Qwen, GLM), vLLM / OpenRouter / Groq / Cerebras, Ollama."""
 
 BLOCK_TYPES = ("thinking", "redacted_thinking")
 
+PLACEHOLDER_SIGNATURES = frozenset({"mistral"})
+"""What LiteLLM (1.106.12, 1.110.2) writes as the `signature` of Mistral's thinking blocks, which
+nobody signed: read as unsigned, so it can never reach Claude as a signature."""
+
 
 def _block_part(block: Any) -> ReasoningPart | None:
     if not isinstance(block, dict):
@@ -24,7 +30,11 @@ def _block_part(block: Any) -> ReasoningPart | None:
     kind = block.get("type")
     if kind == "thinking":
         text = block.get("thinking")
+        if isinstance(text, list):  # Mistral's own chunk: a list of text items
+            text = "".join(t["text"] for t in text if isinstance(t, dict) and "text" in t)
         signature = block.get("signature")
+        if signature in PLACEHOLDER_SIGNATURES:
+            signature = None
         return ReasoningPart(
             text=text if isinstance(text, str) else "",
             signature=signature if isinstance(signature, str) and signature else None,
@@ -82,6 +92,75 @@ def _parts_from_details(details: Iterable[Any]) -> tuple[ReasoningPart, ...]:
     return tuple(parts)
 
 
+THOUGHT_SEPARATOR = "__thought__"
+"""LiteLLM puts a Gemini function call's thought signature in its tool-call id as well:
+`call_<id>__thought__<signature>` (so clients that keep only ids still carry it)."""
+
+GEMINI = "gemini"
+"""`details` key of a Gemini thought signature part: `"text"` (LiteLLM's message
+`provider_specific_fields.thought_signatures`, put on the text part) or `"tool_call"` (with the
+call's `index` and `id`). The signature is opaque `data`, never a `signature`: it signs no text,
+and Claude-style dialects must not mistake it for one of theirs."""
+
+
+def split_tool_call_id(call_id: Any) -> tuple[str, str | None]:
+    """A tool-call id without LiteLLM's embedded Gemini signature, and that signature."""
+    text = call_id if isinstance(call_id, str) else str(call_id or "")
+    clean, separator, signature = text.partition(THOUGHT_SEPARATOR)
+    return clean, (signature or None) if separator else None
+
+
+def canonical_signature(signature: str) -> str:
+    """One form for a base64 signature, whatever alphabet it came in: standard, padded.
+
+    Gemini answers in standard base64 and reads both (a recorded google-genai client sends the
+    same bytes back URL-safe). A value that is not base64 is kept as it is."""
+    normal = signature.replace("-", "+").replace("_", "/")
+    try:
+        raw = base64.b64decode(normal + "=" * (-len(normal) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return signature
+    return base64.b64encode(raw).decode("ascii")
+
+
+def _call_signature(call: dict[str, Any]) -> str | None:
+    """A call's signature from its fields. The copy in the id is not read here: an id is what
+    a dropping client keeps, so it must not stand for the whole record (the stored thought
+    text); the Gemini dialect falls back to it only when nothing is stored."""
+    for holder in (call, call.get("function")):
+        psf = holder.get("provider_specific_fields") if isinstance(holder, dict) else None
+        signature = psf.get("thought_signature") if isinstance(psf, dict) else None
+        if isinstance(signature, str) and signature:
+            return signature
+    return None
+
+
+def _gemini_parts(message: dict[str, Any], psf: dict[str, Any]) -> tuple[ReasoningPart, ...]:
+    """Gemini thought signatures, each with where it goes back (text part or which call)."""
+    texts: list[ReasoningPart] = []
+    calls: list[ReasoningPart] = []
+    on_calls: set[str] = set()
+    tool_calls = message.get("tool_calls")
+    for index, call in enumerate(tool_calls if isinstance(tool_calls, list) else ()):
+        signature = _call_signature(call) if isinstance(call, dict) else None
+        if signature:
+            data = canonical_signature(signature)
+            on_calls.add(data)
+            where = {
+                GEMINI: "tool_call",
+                "index": index,
+                "id": split_tool_call_id(call.get("id"))[0],
+            }
+            calls.append(ReasoningPart(data=data, details=where))
+    signatures = psf.get("thought_signatures")
+    for signature in signatures if isinstance(signatures, list) else ():
+        if isinstance(signature, str) and signature:
+            data = canonical_signature(signature)
+            if data not in on_calls:  # LiteLLM lists every part's signature here, calls' too
+                texts.append(ReasoningPart(data=data, details={GEMINI: "text"}))
+    return (*texts, *calls)
+
+
 def inline_blocks(content: Any) -> list[dict[str, Any]]:
     """Thinking blocks a client put inside a list `content` (Anthropic-style messages)."""
     if not isinstance(content, list):
@@ -120,6 +199,7 @@ def reasoning_from_message(
             if isinstance(text, str) and text:
                 parts = (ReasoningPart(text=text),)
                 break
+    parts += _gemini_parts(message, psf)
     if not parts:
         return None
     return Reasoning(parts=parts, provider=provider, model=model)

@@ -20,9 +20,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from .extract import BLOCK_TYPES
+from .extract import BLOCK_TYPES, split_tool_call_id
 
 _EMPTY = hashlib.blake2b(b"litellm-reasoning/v1", digest_size=16).hexdigest()
+EMPTY_DIGEST = _EMPTY
+"""The digest of an empty conversation."""
 
 
 def _content_parts(content: Any) -> list[Any]:
@@ -58,7 +60,9 @@ def _tool_calls(message: dict[str, Any]) -> list[list[str]]:
             continue
         function = call.get("function")
         name = function.get("name") if isinstance(function, dict) else None
-        out.append([str(call.get("id") or ""), str(name or "")])
+        # without LiteLLM's embedded Gemini signature: LiteLLM itself removes it for other
+        # providers, and a client may too; it is reasoning, not identity
+        out.append([split_tool_call_id(call.get("id"))[0], str(name or "")])
     return out
 
 
@@ -74,13 +78,55 @@ def canonical(message: Any) -> bytes:
         str(message.get("role") or ""),
         _content_parts(message.get("content")),
         _tool_calls(message),
-        str(message.get("tool_call_id") or ""),
+        split_tool_call_id(message.get("tool_call_id"))[0],
     ]
     return _ENCODER.encode(shape).encode()
 
 
-def _chain(previous: str, shape: bytes) -> str:
+def chain(previous: str, shape: bytes) -> str:
+    """The digest of a conversation `previous` followed by a message of canonical bytes `shape`."""
     return hashlib.blake2b(previous.encode() + shape, digest_size=16).hexdigest()
+
+
+_chain = chain
+
+
+def _str_or_none(value: Any) -> bool:
+    return value is None or type(value) is str
+
+
+def _plain_part(part: Any) -> bool:
+    if type(part) is str:
+        return True
+    if type(part) is not dict or type(part.get("type")) is not str:
+        return False
+    kind = part["type"]
+    return kind in BLOCK_TYPES or (kind == "text" and _str_or_none(part.get("text")))
+
+
+def _plain_call(call: Any) -> bool:
+    if type(call) is not dict or not _str_or_none(call.get("id")):
+        return False
+    function = call.get("function")
+    return function is None or (type(function) is dict and _str_or_none(function.get("name")))
+
+
+def equality_decides(message: Any) -> bool:
+    """True when every message that compares equal (`==`) to `message` has its canonical bytes.
+
+    Equality alone does not always decide them: `1 == 1.0 == True` while their JSON differs, and
+    dicts compare equal in any key order while `canonical` encodes some nested dicts in order.
+    Messages whose identifying fields hold only strings, None, text parts and reasoning blocks
+    are safe; for others a cache must compare canonical bytes."""
+    if type(message) is not dict or not _str_or_none(message.get("role")):
+        return False
+    if not _str_or_none(message.get("tool_call_id")):
+        return False
+    content = message.get("content")
+    if not (_str_or_none(content) or (type(content) is list and all(map(_plain_part, content)))):
+        return False
+    calls = message.get("tool_calls")
+    return calls is None or (type(calls) is list and all(map(_plain_call, calls)))
 
 
 def prefix_digests(messages: Sequence[Any]) -> list[str]:

@@ -13,7 +13,7 @@ from importlib import resources
 from typing import Any
 
 from .dialects import get_dialect
-from .policy import TurnPolicy
+from .policy import STRIP_RULES, StripRule, TurnPolicy
 
 TABLE_VERSION = 1
 
@@ -35,8 +35,13 @@ class ProviderRule:
     dialect_with_tools: str | None = None
     """A different dialect when the request carries `tools`."""
     policy_with_preserved_thinking: TurnPolicy | None = None
-    """A different policy when the request asks the provider to keep earlier thinking
-    (`thinking: {"clear_thinking": false}`)."""
+    """A different policy when the request has the provider decide which earlier thinking it
+    keeps (Z.ai `thinking: {"clear_thinking": false}`, Claude context editing
+    `clear_thinking_20251015`; `policy.provider_manages_thinking`)."""
+    strip: StripRule = "any"
+    """Which reasoning may be left out of a request: `any` (whatever the policy or budget
+    says), or `leading_run` (only the oldest blocks, as one leading run: the provider binds
+    each block to everything before it, so removing any other invalidates every later one)."""
 
     def applies_to(self, provider: str, model: str) -> bool:
         return provider == self.provider and (
@@ -54,6 +59,7 @@ _ROW_KEYS = frozenset(
         "with_preserved_thinking",
         "why",
         "source",
+        "strip",
     }
 )
 
@@ -62,6 +68,11 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
     unknown = set(raw) - _ROW_KEYS
     if unknown:
         raise ValueError(f"model table row {raw.get('provider')!r}: unknown keys {sorted(unknown)}")
+    strip = raw.get("strip", "any")
+    if strip not in STRIP_RULES:
+        raise ValueError(
+            f"model table row {raw.get('provider')!r}: strip {strip!r} is not one of {STRIP_RULES}"
+        )
     with_tools = raw.get("with_tools") or {}
     preserved = raw.get("with_preserved_thinking") or {}
     rule = ProviderRule(
@@ -76,6 +87,7 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
         policy_with_preserved_thinking=(
             TurnPolicy(preserved["policy"]) if "policy" in preserved else None
         ),
+        strip=strip,
     )
     for name in (rule.dialect, rule.dialect_with_tools):
         if name is not None:

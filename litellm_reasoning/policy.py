@@ -1,9 +1,22 @@
-"""Which assistant messages keep their reasoning, relative to the current turn."""
+"""Which assistant messages keep their reasoning: the turn policy, then the provider's strip
+rule and the optional reasoning budget.
+
+Pure: indices and token counts in, indices out. `limits.py` applies the result to a rendered
+request.
+"""
 
 from __future__ import annotations
 
 import enum
-from typing import Any
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, Literal
+
+StripRule = Literal["any", "leading_run"]
+STRIP_RULES: tuple[StripRule, ...] = ("any", "leading_run")
+"""`any`: a request may leave out any earlier reasoning. `leading_run`: only the oldest blocks,
+as one leading run (Claude Fable 5.1+ / Opus 5.5: each thinking block is bound to everything
+before it; "Removing a thinking block from anywhere other than the start of the run invalidates
+every thinking block after it", provider rules §1)."""
 
 
 class TurnPolicy(str, enum.Enum):
@@ -28,3 +41,83 @@ class TurnPolicy(str, enum.Enum):
         if self is TurnPolicy.TOOL_CALLS_ALL_TURNS:
             return bool(message.get("tool_calls"))
         return False
+
+    @property
+    def earlier_turns_required(self) -> bool:
+        """Whether the earlier turns this policy keeps are required by the provider (a 400
+        without them), so a budget may not drop them. Only Kimi's rule is: DeepSeek V4 with
+        tools accepts an empty `reasoning_content` (its dialect sends one), and the others
+        keep earlier reasoning for quality and caching, not validity."""
+        return self is TurnPolicy.TOOL_CALLS_ALL_TURNS
+
+
+def leading_run_violations(kept: Sequence[int], left_out: Collection[int]) -> list[int]:
+    """Kept indices that must be left out too so that what is left out is a leading run.
+
+    `left_out` are messages whose reasoning existed in the conversation but is not sent
+    (stripped by the policy, dropped by the budget). Every kept message before the last of
+    them would follow a removed block: it is left out as well, so the request drops the oldest
+    blocks only. The current turn is never affected: policies and budgets leave out only
+    earlier turns, and the messages after the last left-out one are all kept.
+    """
+    if not left_out:
+        return []
+    last = max(left_out)
+    return [index for index in kept if index < last]
+
+
+def over_budget(
+    kept: Sequence[int],
+    tokens: Mapping[int, int],
+    max_tokens: int,
+    droppable: Collection[int],
+) -> list[int]:
+    """The oldest `droppable` kept indices to leave out so that the reasoning sent fits in
+    `max_tokens` (as far as dropping allowed messages can make it fit).
+
+    `tokens` holds each kept message's reasoning tokens (estimated). Oldest first: the most
+    recent reasoning matters most to the model, and for bound providers only a leading run
+    may go. The amount dropped is rounded up to steps of half the budget, so that in a growing
+    conversation the cut moves once per half-budget of new reasoning, not on every request:
+    between two moves each request extends the previous one byte for byte (prompt cache).
+    The cut depends only on the history, so a resent history is cut the same way.
+    """
+    total = sum(tokens.get(index, 0) for index in kept)
+    if total <= max_tokens:
+        return []
+    step = max(1, max_tokens // 2)
+    target = -(-(total - max_tokens) // step) * step
+    dropped: list[int] = []
+    removed = 0
+    for index in sorted(kept):
+        if removed >= target:
+            break
+        if index not in droppable:
+            continue
+        dropped.append(index)
+        removed += tokens.get(index, 0)
+    return dropped
+
+
+CLAUDE_CLEAR_THINKING = "clear_thinking_20251015"
+
+
+def provider_manages_thinking(params: Sequence[Any]) -> bool:
+    """Whether the request (its keyword dicts) asks the provider to decide which earlier
+    thinking it keeps: Z.ai `thinking: {"clear_thinking": false}` (keep every turn's, unmodified),
+    or Claude context editing `context_management: {"edits": [{"type":
+    "clear_thinking_20251015", ...}]}` (the API clears server-side; the client keeps the full
+    history). Either way every turn's reasoning is sent, byte-stable, and the provider trims."""
+    for p in params:
+        if not isinstance(p, dict):
+            continue
+        thinking = p.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("clear_thinking") is False:
+            return True
+        management = p.get("context_management")
+        edits = management.get("edits") if isinstance(management, dict) else management
+        if isinstance(edits, list) and any(
+            isinstance(edit, dict) and edit.get("type") == CLAUDE_CLEAR_THINKING for edit in edits
+        ):
+            return True
+    return False

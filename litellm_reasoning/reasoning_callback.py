@@ -19,6 +19,7 @@ and lets the request through with only `turn` removed.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -32,8 +33,9 @@ import litellm
 from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
-from . import identity
+from . import identity, metrics, responses_input
 from ._pending import PendingCaptures, await_any, wait_any
+from .decisions import summarize, with_summary
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .dialects.anthropic import (
     AnthropicDialect,
@@ -41,17 +43,28 @@ from .dialects.anthropic import (
     thinking_requested,
     tool_loop_needs_thinking,
 )
+from .dialects.gemini import (
+    GeminiDialect,
+    clean_tool_results,
+    requires_signed_calls,
+    sign_current_steps,
+)
+from .dialects.openai_responses import is_reasoning_model, with_encrypted_include
 from .extract import reasoning_from_message
-from .policy import TurnPolicy
-from .render import Rendered, own_reasonings, plan, render
+from .limits import Limited, TokenCounter, apply_limits, estimate_tokens
+from .policy import TurnPolicy, provider_manages_thinking
+from .prefix_cache import History, PrefixCache
+from .render import Rendered, plan, render
 from .stores import MemoryStore, ReasoningStore, store_from_url
-from .targets import Target, parse_overrides, resolve_target
+from .stream_assembly import StreamedDetails
+from .targets import RESPONSES_PREFIX, Target, parse_overrides, resolve_target
 from .turns import TURN_KEY
 from .types import Reasoning
 
 logger = logging.getLogger("litellm_reasoning")
 
 _COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
+_RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
 _REDACTED = "redacted-by-litellm"
 
 
@@ -73,6 +86,8 @@ class _Request:
     """Digest of the whole history: the state this call's reply answers."""
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
+    history: History | None = None
+    """The history as hashed (kept after rendering, so the next request reuses it)."""
 
 
 @dataclass(slots=True)
@@ -83,6 +98,8 @@ class _Call:
     digest: str
     provider: str | None
     model: str | None
+    responses_input: bool = False
+    """A native Responses call: its reply is keyed by input items (`responses_input`)."""
 
 
 def _call_type_name(call_type: Any) -> str:
@@ -122,6 +139,10 @@ class ReasoningCallback(CustomLogger):
             `tool_calls_all_turns`, `none`).
         capture_wait_seconds: how long a request waits for the capture of the reply it continues
             when that capture is still running (streams, sync calls).
+        max_reasoning_tokens: the most reasoning (estimated tokens) one request carries; earlier
+            turns' reasoning is left out oldest first to fit, where the provider allows it.
+        count_reasoning_tokens: the estimator for that budget and for the decisions summary
+            (default `limits.estimate_tokens`: characters / 4).
     """
 
     def __init__(
@@ -133,6 +154,8 @@ class ReasoningCallback(CustomLogger):
         policies: Mapping[str, str] | None = None,
         capture_wait_seconds: float = 2.0,
         max_tracked_calls: int = 10_000,
+        max_reasoning_tokens: int | None = None,
+        count_reasoning_tokens: TokenCounter | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -148,6 +171,13 @@ class ReasoningCallback(CustomLogger):
             *parse_overrides(policies, kind="policy"),
         ]
         self.capture_wait_seconds = capture_wait_seconds
+        if max_reasoning_tokens is not None and max_reasoning_tokens < 0:
+            raise ValueError("max_reasoning_tokens must be >= 0")
+        self.max_reasoning_tokens = max_reasoning_tokens
+        self._count_tokens: TokenCounter = count_reasoning_tokens or estimate_tokens
+        self._decisions: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        """Call id -> decisions summary, until LiteLLM's logging metadata for the call exists
+        (`log_pre_api_call`)."""
         self.stats: Counter[str] = Counter()
         """What the callback did: restored, stripped, captured, missing, waited, errors."""
         self._max_tracked_calls = max_tracked_calls
@@ -155,12 +185,22 @@ class ReasoningCallback(CustomLogger):
         self._rendered: OrderedDict[str, None] = OrderedDict()
         self._captured: OrderedDict[str, None] = OrderedDict()
         self._pending = PendingCaptures()
+        self._responses_items: dict[str, dict[int, dict[str, Any]]] = {}
+        """Call id -> finished output items of a Responses stream, by output index."""
+        self._body_patches: OrderedDict[str, tuple[str, list[Any]]] = OrderedDict()
+        """Call id -> (dialect, rendered messages) for async calls whose provider body is
+        patched too (Mistral: LiteLLM 1.106 drops the thinking chunk while translating)."""
+        self._histories = PrefixCache()
         self._lock = threading.Lock()
         self._warned: dict[str, float] = {}
         try:
             _send_bedrock_redacted_thinking()
         except Exception as exc:
             self._fail("teaching LiteLLM's Bedrock converter redacted thinking", exc)
+        try:
+            _watch_openrouter_stream_details()
+        except Exception as exc:
+            self._fail("watching OpenRouter's streamed reasoning details", exc)
 
     @property
     def active(self) -> bool:
@@ -227,13 +267,12 @@ class ReasoningCallback(CustomLogger):
         optional = kwargs.get("optional_params")
         request = [kwargs, optional if isinstance(optional, dict) else {}]
         request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
-        thinking = [r["thinking"] for r in request if isinstance(r.get("thinking"), dict)]
         target = resolve_target(
             provider,
             bare_model,
             api_base,
             has_tools=any(r.get("tools") for r in request),
-            preserved_thinking=any(t.get("clear_thinking") is False for t in thinking),
+            preserved_thinking=provider_manages_thinking(request),
             names=names,
             overrides=self.overrides,
         )
@@ -267,18 +306,7 @@ class ReasoningCallback(CustomLogger):
         self.stats["stripped"] += len(rendered.stripped)
         self.stats["missing"] += len(rendered.missing)
         self.stats["dropped"] += len(rendered.dropped)
-        if rendered.restored or rendered.stripped or rendered.missing or rendered.dropped:
-            logger.debug(
-                "litellm-reasoning: dialect=%s policy=%s kept=%s restored=%s stripped=%s "
-                "missing=%s dropped=%s",
-                target.dialect,
-                target.policy.value,
-                rendered.kept,
-                rendered.restored,
-                rendered.stripped,
-                rendered.missing,
-                rendered.dropped,
-            )
+        # The per-request decisions line is `_decide`'s (after the strip rule and budget).
         if rendered.dropped:
             logger.debug(
                 "litellm-reasoning: %s cannot take the reasoning of messages %s (signed by "
@@ -291,17 +319,17 @@ class ReasoningCallback(CustomLogger):
         target, provider, model = self._target(kwargs, messages)
         scope = self._scope(kwargs)
         dialect = get_dialect(target.dialect)
-        owns = own_reasonings(messages)
-        wanted = plan(messages, dialect, target.policy, owns)
-        # One pass over the history: the digests name this call's reply and the lookups.
-        digests, shapes = identity.walk(messages)
-        empty = identity.conversation_digest([])
-        keys = {i: identity.message_key(scope, messages[i], digests[i], shapes[i]) for i in wanted}
+        # One pass over the history (reusing what the conversation's earlier request hashed):
+        # the digests name this call's reply and the lookups.
+        history = self._histories.walk(scope, messages)
+        owns = history.owns
+        wanted = plan(messages, dialect, target.policy, owns, history.assistant)
+        digests, empty = history.digests, identity.EMPTY_DIGEST
+        keys = history.keys_for(wanted)
         before = {i: digests[i - 1] if i > 0 else empty for i in wanted}
-        digest = digests[-1] if digests else empty
-        return _Request(
-            kwargs, messages, target, provider, model, scope, keys, before, digest, owns
-        )
+        request = _Request(kwargs, messages, target, provider, model, scope, keys, before, "", owns)
+        request.digest, request.history = history.digest, history
+        return request
 
     def _open_captures(
         self, request: _Request, found: Mapping[str, Reasoning]
@@ -318,10 +346,103 @@ class ReasoningCallback(CustomLogger):
     def _complete(self, request: _Request, found: Mapping[str, Reasoning]) -> Rendered:
         stored = {i: found[key] for i, key in request.keys.items() if key in found}
         dialect = get_dialect(request.target.dialect)
-        rendered = render(request.messages, dialect, request.target.policy, stored, request.owns)
+        history = request.history
+        rendered = render(
+            request.messages,
+            dialect,
+            request.target.policy,
+            stored,
+            request.owns,
+            assistant=history.assistant if history is not None else None,
+            flagged=history.flagged if history is not None else None,
+            recipes=history.recipes if history is not None else None,
+        )
+        if isinstance(dialect, GeminiDialect):
+            rendered.messages = clean_tool_results(rendered.messages)
+            self._sign_gemini_steps(request, rendered)
+        if history is not None:
+            self._histories.remember(history)
+        limited = self._limit(request, rendered, stored)
         self._begin(request)
         self._finish(rendered, request.target)
+        try:
+            self._decide(request, summarize(rendered, request.target, limited))
+        except Exception as exc:  # reporting never undoes the rendering
+            self._fail("reporting the request's decisions", exc)
         return rendered
+
+    def _limit(
+        self, request: _Request, rendered: Rendered, stored: Mapping[int, Reasoning]
+    ) -> Limited:
+        """The provider's strip rule and the budget, after the policy."""
+        restored = set(rendered.restored)
+        reasoning_of: dict[int, Reasoning] = {}
+        for index in (*rendered.kept, *rendered.stripped):
+            reasoning = stored.get(index) if index in restored else request.owns[index]
+            if reasoning is not None:
+                reasoning_of[index] = reasoning
+        limited = apply_limits(
+            rendered,
+            request.messages,
+            get_dialect(request.target.dialect),
+            request.target.policy,
+            reasoning_of,
+            strip=request.target.strip,
+            max_tokens=self.max_reasoning_tokens,
+            count=self._count_tokens,
+        )
+        self.stats["over_budget"] += len(limited.over_budget)
+        return limited
+
+    def _decide(self, request: _Request, summary: dict[str, Any]) -> None:
+        """Make one request's decisions visible: Prometheus, one DEBUG line, and LiteLLM's
+        logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
+        metrics.record(summary)
+        self.stats["reasoning_tokens_sent"] += summary["reasoning_tokens"]["sent"]
+        self.stats["reasoning_tokens_saved"] += summary["reasoning_tokens"]["saved"]
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
+        kwargs = request.kwargs
+        params = kwargs.get("litellm_params")
+        if isinstance(params, dict) and isinstance(kwargs, dict) and "additional_args" in kwargs:
+            # Sync path: `kwargs` is LiteLLM's logging state itself.
+            _attach_summary(params, summary)
+            return
+        call_id = kwargs.get("litellm_call_id")
+        if isinstance(call_id, str):
+            with self._lock:
+                self._decisions[call_id] = summary
+                while len(self._decisions) > self._max_tracked_calls:
+                    self._decisions.popitem(last=False)
+
+    def _attach_decisions(self, kwargs: Any) -> None:
+        """Async paths: put the rendered call's summary on LiteLLM's logging metadata, which
+        exists by `log_pre_api_call` (the deployment hook's `metadata` is not that dict)."""
+        with self._lock:
+            summary = self._decisions.pop(kwargs.get("litellm_call_id"), None)
+        params = kwargs.get("litellm_params")
+        if summary is not None and isinstance(params, dict):
+            _attach_summary(params, summary)
+
+    def _sign_gemini_steps(self, request: _Request, rendered: Rendered) -> None:
+        """Gemini 3+ rejects a current-turn step whose first function call is unsigned (a call
+        another provider made before a switch, a store miss): it gets the signature the client
+        kept in the call's id, or the documented dummy (counted in `stats["dummy_signatures"]`)."""
+        if not requires_signed_calls(request.model or ""):
+            return
+        rendered.messages, from_ids, dummies = sign_current_steps(
+            request.messages, rendered.messages, rendered.turn_start, rendered.missing
+        )
+        self.stats["dummy_signatures"] += len(dummies)
+        if from_ids or dummies:
+            logger.debug(
+                "litellm-reasoning: %s: first function calls of messages %s signed with the "
+                "signature kept in their id, of messages %s with the dummy signature (no "
+                "signature from this platform)",
+                request.target.dialect,
+                from_ids,
+                dummies,
+            )
 
     async def _arender(
         self, kwargs: Mapping[str, Any], messages: list[Any]
@@ -359,6 +480,8 @@ class ReasoningCallback(CustomLogger):
         self, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         messages = kwargs.get("messages")
+        if _call_type_name(call_type) in _RESPONSES_CALL_TYPES:
+            return await self._responses_pre_call(kwargs)
         if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(
             messages, list
         ):
@@ -368,6 +491,14 @@ class ReasoningCallback(CustomLogger):
         try:
             rendered, target = await self._arender(kwargs, messages)
             kwargs["messages"] = rendered.messages
+            if target.dialect == "openai_responses":
+                _ask_for_encrypted_content(kwargs, target)
+            call_id = kwargs.get("litellm_call_id")
+            if getattr(get_dialect(target.dialect), "patch_body", False) and call_id:
+                with self._lock:
+                    self._body_patches[call_id] = (target.dialect, rendered.messages)
+                    while len(self._body_patches) > self._max_tracked_calls:
+                        self._body_patches.popitem(last=False)
             if self._claude_without_thinking(target, [kwargs], rendered.messages):
                 # LiteLLM's `modify_params` behaviour, for this call only.
                 kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
@@ -384,11 +515,22 @@ class ReasoningCallback(CustomLogger):
         try:
             call_id = kwargs.get("litellm_call_id")
             with self._lock:
-                if call_id in self._rendered:
-                    return
+                handled = call_id in self._rendered
+                patch = self._body_patches.pop(call_id, None) if handled else None
+            body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
+            if handled:
+                self._attach_decisions(kwargs)
+                if patch is not None and isinstance(body, dict):
+                    # Rendered already; put what LiteLLM's translation lost back on the body.
+                    body["messages"] = _patch_assistants(
+                        body.get("messages"), patch[1], get_dialect(patch[0])
+                    )
+                return
             if not self.active:
                 return
-            body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
+            if isinstance(body, dict) and isinstance(body.get("contents"), list):
+                self._patch_gemini_body(body, model, messages, kwargs)
+                return
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return
             wire = body["messages"]
@@ -403,6 +545,11 @@ class ReasoningCallback(CustomLogger):
             if isinstance(get_dialect(target.dialect), AnthropicDialect):
                 self._patch_anthropic_body(body, rendered, target, kwargs)
                 return
+            if callable(getattr(get_dialect(target.dialect), "patch_wire", None)):
+                body["messages"] = _patch_assistants(
+                    wire, rendered.messages, get_dialect(target.dialect)
+                )
+                return
             if get_dialect(target.dialect).passthrough or len(wire) != len(rendered.messages):
                 # Not an OpenAI-shaped body we can patch field by field: only drop `turn`.
                 body["messages"] = _without_turn(wire)
@@ -416,6 +563,27 @@ class ReasoningCallback(CustomLogger):
             with contextlib.suppress(Exception):
                 body = kwargs["additional_args"]["complete_input_dict"]
                 body["messages"] = _without_turn(body["messages"])
+
+    def _patch_gemini_body(
+        self, body: dict[str, Any], model: Any, messages: Any, kwargs: Any
+    ) -> None:
+        """Sync calls to Gemini (and positional-`messages` async ones): LiteLLM built `contents`
+        from the client's messages; they are rebuilt by LiteLLM's own converter from the rendered
+        messages (the body is serialised only after this hook)."""
+        try:
+            if not isinstance(messages, list):
+                raise TypeError("no messages to render")
+            rendered, target = self._render_sync(kwargs, messages)
+        except Exception as exc:
+            self._fail("rendering the request", exc)
+            return
+        dialect = get_dialect(target.dialect)
+        if not isinstance(dialect, GeminiDialect) or "cachedContent" in body:
+            return  # nothing to change (`turn` never reaches a Gemini body)
+        contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)
+        if len(contents) != len(body["contents"]):
+            raise RuntimeError("the Gemini body does not line up with the rendered messages")
+        body["contents"] = contents
 
     def _claude_without_thinking(
         self, target: Target, params: Sequence[Any], messages: Sequence[Any]
@@ -572,11 +740,21 @@ class ReasoningCallback(CustomLogger):
             self._pending.close(call_id)
 
     def _records(self, call: _Call, response: Any) -> dict[str, Reasoning]:
+        output = _responses_output(response)
+        if output is None and call.responses_input:
+            # LiteLLM's bridge rendered through the Responses hook (sync calls): its chat reply.
+            choices = getattr(response, "choices", None) or [None]
+            message = _as_dict(getattr(choices[0], "message", None))
+            output = responses_input.output_from_chat(message) if message else None
+        if output is not None:
+            return self._responses_records(call, output)
         records: dict[str, Reasoning] = {}
-        for choice in getattr(response, "choices", None) or ():
+        for number, choice in enumerate(getattr(response, "choices", None) or ()):
             message = _as_dict(getattr(choice, "message", None))
             if message is None:
                 continue
+            if call.provider == "openrouter":
+                _add_streamed_details(message, getattr(response, "id", None), choice, number)
             reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
             if reasoning is None or reasoning.is_empty:
                 continue
@@ -596,6 +774,12 @@ class ReasoningCallback(CustomLogger):
     ) -> Any:
         if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
             await self._acapture(request_data.get("litellm_call_id"), response)
+        elif _call_type_name(call_type) in _RESPONSES_CALL_TYPES:
+            call_id = request_data.get("litellm_call_id")
+            with self._lock:
+                call = self._calls.get(call_id) if isinstance(call_id, str) else None
+            if call is not None and call.responses_input and _responses_output(response):
+                await self._acapture(call_id, response)
         return None
 
     async def async_log_success_event(
@@ -620,6 +804,140 @@ class ReasoningCallback(CustomLogger):
     ) -> None:
         if isinstance(kwargs, dict) and isinstance(kwargs.get("litellm_call_id"), str):
             self._pending.close(kwargs["litellm_call_id"])
+
+    # ------------------------------------------------------------------ OpenAI Responses API
+
+    async def _responses_pre_call(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        """`responses` / `aresponses` (SDK, Router, proxy `/v1/responses`): the stored reasoning
+        items go back before the items they preceded. LiteLLM's chat bridge fires this hook too,
+        after the chat hook rendered its messages; then only `turn` is removed."""
+        items = kwargs.get("input")
+        if not isinstance(items, list) or not self.active:
+            return None
+        call_id = kwargs.get("litellm_call_id")
+        try:
+            with self._lock:
+                bridged = isinstance(call_id, str) and call_id in self._calls
+            target, provider, model = self._responses_target(kwargs)
+            if bridged or target.dialect != "openai_responses":
+                kwargs["input"] = responses_input.without_turn(items)
+                return kwargs
+            scope = self._scope(kwargs)
+            conversation = responses_input.Conversation.of(scope, items)
+            keys = responses_input.wanted(conversation, target.policy)
+            found = await self._responses_lookup(conversation, keys)
+            stored = {i: found[key] for i, key in keys.items() if key in found}
+            rendered = responses_input.render_input(
+                items, stored, store=_request_param(kwargs, "store") is not False
+            )
+            kwargs["input"] = rendered.items
+            if target.policy is not TurnPolicy.NONE:
+                _ask_for_encrypted_content(kwargs, target, model)
+            self.stats["restored"] += len(rendered.restored)
+            self.stats["dropped"] += len(rendered.dropped)
+            if isinstance(call_id, str):
+                with self._lock:
+                    self._calls[call_id] = _Call(
+                        scope, conversation.digest, provider, model, responses_input=True
+                    )
+                    while len(self._calls) > self._max_tracked_calls:
+                        self._calls.popitem(last=False)
+                self._mark_handled(call_id)
+                self._pending.open(call_id, scope, conversation.digest)
+        except Exception as exc:
+            self._fail("rendering the Responses input", exc)
+            kwargs["input"] = responses_input.without_turn(items)
+        return kwargs
+
+    async def _responses_lookup(
+        self, conversation: responses_input.Conversation, keys: Mapping[int, str]
+    ) -> dict[str, Reasoning]:
+        """The stored records of `keys`, waiting (at most `capture_wait_seconds`) for a capture
+        still running for the reply an anchor belongs to (sync calls capture after returning)."""
+        if not keys:
+            return {}
+        scope = conversation.scope
+        found = await self.store.aget_many(scope, sorted(set(keys.values())))
+        deadline = time.monotonic() + self.capture_wait_seconds
+        while events := [
+            event
+            for index, key in keys.items()
+            if key not in found and index > 0
+            for event in self._pending.pending(scope, conversation.digests[index - 1])
+            if not event.is_set()
+        ]:
+            self.stats["waited"] += 1
+            if not await await_any(events, deadline):
+                break
+            missing = sorted({key for key in keys.values() if key not in found})
+            found.update(await self.store.aget_many(scope, missing))
+        return found
+
+    def _responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
+        """The target of a native Responses call: resolved as the `responses/<model>` model of
+        its provider, so overrides and the providers table treat both paths alike."""
+        params = kwargs.get("litellm_params")
+        params = params if isinstance(params, dict) else {}
+        model = str(kwargs.get("model") or "")
+        api_base = kwargs.get("api_base") or params.get("api_base")
+        provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
+        bare = model
+        if provider and model.startswith(f"{provider}/"):
+            bare = model[len(provider) + 1 :]
+        elif not provider:
+            with contextlib.suppress(Exception):
+                bare, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
+        names = [bare, f"{provider}/{bare}", model]
+        metadata = kwargs.get("metadata")
+        if isinstance(metadata, dict) and metadata.get("model_group"):
+            names.append(str(metadata["model_group"]))
+        target = resolve_target(
+            provider, RESPONSES_PREFIX + bare, api_base, names=names, overrides=self.overrides
+        )
+        return target, provider, bare
+
+    def _responses_records(self, call: _Call, output: list[dict[str, Any]]) -> dict[str, Reasoning]:
+        if call.responses_input:
+            conversation = responses_input.Conversation(call.scope, [], digest=call.digest)
+            return responses_input.records(
+                conversation, output, provider=call.provider, model=call.model
+            )
+        # The chat bridge: keyed as the assistant chat message LiteLLM made of the reply.
+        message = responses_input.chat_message(output)
+        return self._records(call, _OneMessage(message))
+
+    async def async_post_call_streaming_deployment_hook(
+        self, request_data: dict[str, Any], response_chunk: Any, call_type: Any
+    ) -> Any:
+        """Responses streams (native and the chat bridge): each finished output item is kept
+        from `response.output_item.done` (the complete `encrypted_content`, the copy clients
+        send back), and the reply is captured at `response.completed`, before the caller has
+        the last event."""
+        try:
+            kind = _call_type_name(getattr(response_chunk, "type", None))
+            if kind not in ("response.output_item.done", "response.completed"):
+                return None
+            params = request_data.get("litellm_params") if isinstance(request_data, dict) else None
+            call_id = (params if isinstance(params, dict) else {}).get("litellm_call_id")
+            with self._lock:
+                if not isinstance(call_id, str) or call_id not in self._calls:
+                    return None
+                done = self._responses_items.setdefault(call_id, {})
+                while len(self._responses_items) > self._max_tracked_calls:  # abandoned streams
+                    del self._responses_items[next(iter(self._responses_items))]
+                if kind == "response.output_item.done":
+                    item = _as_dict(getattr(response_chunk, "item", None))
+                    index = getattr(response_chunk, "output_index", None)
+                    if item is not None:
+                        done[index if isinstance(index, int) else len(done)] = item
+                    return None
+                self._responses_items.pop(call_id, None)
+            output = _responses_output(getattr(response_chunk, "response", None)) or []
+            output = [done.get(i, item) for i, item in enumerate(output)]
+            await self._acapture(call_id, _Output(output))
+        except Exception as exc:
+            self._fail("capturing a Responses stream", exc)
+        return None
 
 
 _BEDROCK_FIX_LOCK = threading.Lock()
@@ -670,6 +988,156 @@ def _send_bedrock_redacted_thinking() -> None:
         translate._litellm_reasoning = True  # type: ignore[attr-defined]
         processor.translate_thinking_blocks_to_reasoning_content_blocks = staticmethod(translate)
         logger.debug("litellm-reasoning: LiteLLM's Bedrock converter now sends redacted_thinking")
+
+
+_OPENROUTER_WATCH_LOCK = threading.Lock()
+_OPENROUTER_STREAMS = StreamedDetails()
+
+
+def _watch_openrouter_stream_details() -> None:
+    """Feed every streamed OpenRouter chunk's raw `reasoning_details` to `_OPENROUTER_STREAMS`.
+
+    LiteLLM (1.106.12 and 1.110.2) keeps them on the chunks it yields, but drops the chunk that
+    carries only a Claude signature and loses them all when it assembles the stream, so they
+    are read where OpenRouter's chunks are parsed, before either happens (wrapped once).
+    """
+    from litellm.llms.openrouter.chat import transformation
+
+    handler = transformation.OpenRouterChatCompletionStreamingHandler
+    with _OPENROUTER_WATCH_LOCK:
+        parse = handler.chunk_parser
+        if getattr(parse, "_litellm_reasoning", False):
+            return
+
+        def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
+            with contextlib.suppress(Exception):  # watching must never break the stream
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    _OPENROUTER_STREAMS.feed(
+                        (chunk.get("id"), choice.get("index", 0)),
+                        delta.get("reasoning_details"),
+                        finished=choice.get("finish_reason") is not None,
+                    )
+            return parse(self, chunk)
+
+        chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
+        handler.chunk_parser = chunk_parser
+
+
+def _add_streamed_details(
+    message: dict[str, Any], response_id: Any, choice: Any, number: int
+) -> None:
+    """A streamed OpenRouter reply: put its merged `reasoning_details` on `message` (only when
+    complete; LiteLLM's assembled message has none)."""
+    psf = message.get("provider_specific_fields")
+    if message.get("reasoning_details") or (isinstance(psf, dict) and psf.get("reasoning_details")):
+        return
+    index = getattr(choice, "index", None)
+    details = _OPENROUTER_STREAMS.take((response_id, index if isinstance(index, int) else number))
+    if details:
+        message["reasoning_details"] = details
+
+
+def _patch_assistants(wire: Any, rendered: Sequence[Any], dialect: Any) -> list[Any]:
+    """The provider body's messages with each assistant message patched by `dialect` from the
+    rendered one in the same place among assistant messages (providers may add a system
+    message or drop empty ones, so only assistant messages are lined up)."""
+    if not isinstance(wire, list):
+        raise TypeError("the provider body has no message list")
+    wire = _without_turn(wire)
+    sent = [i for i, m in enumerate(wire) if isinstance(m, dict) and m.get("role") == "assistant"]
+    want = [m for m in rendered if isinstance(m, dict) and m.get("role") == "assistant"]
+    if len(sent) != len(want):
+        raise RuntimeError("the provider body's assistant messages do not line up")
+    out = list(wire)
+    for index, message in zip(sent, want, strict=True):
+        out[index] = dialect.patch_wire(wire[index], message)
+    return out
+
+
+def _attach_summary(litellm_params: dict[str, Any], summary: dict[str, Any]) -> None:
+    """`summary` under `metadata.spend_logs_metadata`: the one metadata key LiteLLM copies into
+    the StandardLoggingPayload (and the proxy into its spend logs) that callers may extend."""
+    metadata = litellm_params.get("metadata")
+    if not isinstance(metadata, dict):
+        metadata = litellm_params["metadata"] = {}
+    spend = with_summary(metadata, summary)
+    if spend is not None:
+        metadata["spend_logs_metadata"] = spend
+
+
+def _gemini_contents(
+    messages: list[Any], model: str, kwargs: Any, dialect: GeminiDialect, body: dict[str, Any]
+) -> list[Any]:
+    """Gemini `contents` for `messages`, as LiteLLM builds them (system messages go to
+    `system_instruction` when the body has one, as in LiteLLM's own request transformation)."""
+    import copy
+
+    from litellm.llms.vertex_ai.gemini.transformation import transform_system_message
+
+    _, rest = transform_system_message(
+        supports_system_message="system_instruction" in body, messages=copy.deepcopy(messages)
+    )
+    params = kwargs.get("litellm_params") if isinstance(kwargs, dict) else None
+    config = (
+        litellm.GoogleAIStudioGeminiConfig()
+        if dialect.platform == "gemini"
+        else litellm.VertexGeminiConfig()
+    )
+    contents: list[Any] = config.transform_messages(
+        messages=rest, model=model, litellm_params=dict(params) if isinstance(params, dict) else {}
+    )
+    return contents
+
+
+class _Output:
+    """A Responses reply's output items, as `_records` reads them."""
+
+    def __init__(self, output: list[dict[str, Any]]) -> None:
+        self.output = output
+
+
+class _OneMessage:
+    """One assistant message, as `_records` reads a chat reply."""
+
+    def __init__(self, message: dict[str, Any]) -> None:
+        self.choices = [type("_Choice", (), {"message": message})()]
+
+
+def _responses_output(response: Any) -> list[dict[str, Any]] | None:
+    """The output items of a Responses reply (None: not one)."""
+    if response is None or getattr(response, "choices", None):
+        return None
+    output = getattr(response, "output", None)
+    if not isinstance(output, list):
+        return None
+    return [item for item in map(_as_dict, output) if item is not None]
+
+
+def _request_param(kwargs: Mapping[str, Any], name: str) -> Any:
+    """A request parameter given directly or in `extra_body`."""
+    if name in kwargs:
+        return kwargs[name]
+    extra = kwargs.get("extra_body")
+    return extra.get(name) if isinstance(extra, dict) else None
+
+
+def _ask_for_encrypted_content(
+    kwargs: dict[str, Any], target: Target, model: str | None = None
+) -> None:
+    """Add `reasoning.encrypted_content` to `include` (where the caller put theirs), for
+    reasoning models only: other models reject it."""
+    if target.policy is TurnPolicy.NONE:
+        return
+    name = model if model is not None else str(kwargs.get("model") or "")
+    asked = _request_param(kwargs, "reasoning") or _request_param(kwargs, "reasoning_effort")
+    if not (is_reasoning_model(name) or asked):
+        return
+    extra = kwargs.get("extra_body")
+    if isinstance(extra, dict) and "include" in extra:
+        extra["include"] = with_encrypted_include(extra["include"])
+    else:
+        kwargs["include"] = with_encrypted_include(kwargs.get("include"))
 
 
 def _without_thinking_blocks(message: Any) -> Any:

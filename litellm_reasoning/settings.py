@@ -38,6 +38,9 @@ class Settings(BaseModel):
     dialects: dict[str, str] = Field(default_factory=dict, description="{pattern: dialect}")
     policies: dict[str, TurnPolicy] = Field(default_factory=dict, description="{pattern: policy}")
     capture_wait_seconds: float = Field(default=2.0, ge=0, le=60)
+    max_reasoning_tokens: int | None = Field(
+        default=None, ge=0, description="cap on the reasoning tokens one request carries"
+    )
     log_level: str = "WARNING"
 
     @field_validator("log_level")
@@ -102,4 +105,5 @@ def callback_from_environment() -> ReasoningCallback:
         dialects=settings.dialects,
         policies={pattern: policy.value for pattern, policy in settings.policies.items()},
         capture_wait_seconds=settings.capture_wait_seconds,
+        max_reasoning_tokens=settings.max_reasoning_tokens,
     )

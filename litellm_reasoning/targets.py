@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from .dialects import get_dialect
 from .model_table import ProviderRule, shipped_rules
-from .policy import TurnPolicy
+from .policy import StripRule, TurnPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,6 +26,9 @@ class Target:
     dialect: str
     policy: TurnPolicy
     why: str
+    strip: StripRule = "any"
+    """The provider's rule for leaving reasoning out (`policy.STRIP_RULES`); an override of
+    the policy keeps it: it is what the provider accepts, not a choice."""
 
 
 PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
@@ -35,6 +38,16 @@ PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
 OPENAI_HOSTS = ("api.openai.com",)
 _OFFICIAL_OPENAI_MODEL = re.compile(r"^(gpt-(?!oss)|o\d|chatgpt-|codex-)", re.IGNORECASE)
 """Official OpenAI chat models; `gpt-oss` is open-weight and served by others with reasoning."""
+
+
+RESPONSES_PREFIX = "responses/"
+"""LiteLLM's model prefix for OpenAI's Responses API (`openai/responses/<model>`); the callback
+resolves native `responses` calls as this model too."""
+RESPONSES_WHY = (
+    "encrypted reasoning items before the item they preceded, `include` "
+    "reasoning.encrypted_content added; earlier turns kept (older models ignore them, GPT-5.6+ "
+    "use them, the cached prefix stays the same); OpenAI-issued only"
+)
 
 
 def _is_openai_itself(model: str, api_base: str | None) -> bool:
@@ -79,6 +92,7 @@ def resolve_target(
                 dialect=override.dialect or target.dialect,
                 policy=override.policy or target.policy,
                 why=f"override {override.pattern!r}",
+                strip=target.strip,
             )
     return target
 
@@ -86,6 +100,8 @@ def resolve_target(
 def _default_target(
     provider: str, model: str, api_base: str | None, has_tools: bool, preserved_thinking: bool
 ) -> Target:
+    if provider == "openai" and model.startswith(RESPONSES_PREFIX):
+        return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
     if provider in ("openai", "custom_openai", "openai_like"):
         if provider == "openai" and _is_openai_itself(model, api_base):
             return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
@@ -103,7 +119,7 @@ def _default_target(
         dialect = rule.dialect_with_tools or dialect
     if preserved_thinking and rule.policy_with_preserved_thinking:
         policy = rule.policy_with_preserved_thinking
-    return Target(dialect, policy, rule.why)
+    return Target(dialect, policy, rule.why, rule.strip)
 
 
 def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:
@@ -128,6 +144,13 @@ def providers_markdown() -> str:
             "OpenAI chat takes no reasoning back",
         ),
         (
+            "`openai/responses/` (chat bridge) and `responses` / `aresponses` to `openai/`",
+            "openai_responses",
+            "all_turns",
+            RESPONSES_WHY
+            + " ([source](https://cookbook.openai.com/examples/responses_api/reasoning_items))",
+        ),
+        (
             "`openai/`, `custom_openai/`, `openai_like/` at another api_base",
             "openai_chat",
             "current_turn",
@@ -139,7 +162,12 @@ def providers_markdown() -> str:
         if rule.policy_with_tools:
             policy += f"; with tools: {rule.policy_with_tools.value}"
         if rule.policy_with_preserved_thinking:
-            policy += f"; clear_thinking false: {rule.policy_with_preserved_thinking.value}"
+            policy += (
+                "; provider-managed (`clear_thinking` false / `clear_thinking_20251015`): "
+                f"{rule.policy_with_preserved_thinking.value}"
+            )
+        if rule.strip == "leading_run":
+            policy += " (only the oldest may be left out, as one leading run)"
         dialect = rule.dialect
         if rule.dialect_with_tools:
             dialect += f" (with tools: {rule.dialect_with_tools})"
@@ -157,5 +185,6 @@ def providers_markdown() -> str:
         )
     )
     lines = ["| target | dialect | turns that keep reasoning | why |", "| --- | --- | --- | --- |"]
-    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
+    # A `|` inside a cell (regex alternations) would end the cell.
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
     return "\n".join(lines)

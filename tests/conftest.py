@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -45,8 +46,19 @@ def _fresh_litellm_clients() -> Iterator[None]:
 
     LiteLLM keys its async clients by `id()` of the running event loop; each test has its own
     loop, and a new loop can get a dead one's id, handing the test a client bound to a closed
-    loop (a request that never completes)."""
-    yield
+    loop (a request that never completes).
+
+    The cyclic GC is paused during a test and run after it: LiteLLM stops reading a sync stream
+    at its last event and leaves httpx's line generator suspended in a reference cycle; if the
+    GC finalises it inside httpcore's pool lock, during a later request on the same client, that
+    thread deadlocks on the lock it already holds (seen in the conformance tests). Objects made
+    during the test stay in generation 0, so `gc.collect(0)` afterwards finds all of them."""
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+        gc.collect(0)
     cached = getattr(getattr(litellm, "in_memory_llm_clients_cache", None), "cache_dict", None)
     if isinstance(cached, dict):
         # Kept, not dropped: the session's end closes them (unclosed ones are noisy at exit).

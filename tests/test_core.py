@@ -285,7 +285,8 @@ class TestTargets:
             ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", None, "anthropic_bedrock"),
             ("bedrock", "amazon.nova-pro-v1:0", None, "passthrough"),
             ("vertex_ai", "claude-sonnet-4-5@20250929", None, "anthropic_vertex"),
-            ("vertex_ai", "gemini-2.5-pro", None, "passthrough"),
+            ("vertex_ai", "gemini-2.5-pro", None, "gemini_vertex"),
+            ("vertex_ai", "text-bison", None, "passthrough"),
         ],
     )
     def test_default_dialects(

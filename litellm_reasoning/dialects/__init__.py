@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from ._base import REASONING_KEYS, Dialect, strip_reasoning
 from .anthropic import AnthropicDialect, BedrockClaudeDialect, VertexClaudeDialect
+from .gemini import GeminiDialect, VertexGeminiDialect
+from .mistral import MistralDialect
 from .no_reasoning import NoReasoningDialect, PassthroughDialect
+from .ollama import OllamaChatDialect
 from .openai_chat import (
     ReasoningContentDialect,
     ReasoningContentRequiredDialect,
     ReasoningFieldDialect,
+)
+from .openai_responses import ResponsesItemsDialect
+from .openrouter import (
+    OpenRouterAnthropicDialect,
+    OpenRouterDialect,
+    OpenRouterGoogleDialect,
+    OpenRouterOpenAIDialect,
 )
 
 _DIALECTS: dict[str, Dialect] = {
@@ -22,6 +32,15 @@ _DIALECTS: dict[str, Dialect] = {
         AnthropicDialect(),
         BedrockClaudeDialect(),
         VertexClaudeDialect(),
+        GeminiDialect(),
+        VertexGeminiDialect(),
+        ResponsesItemsDialect(),
+        OllamaChatDialect(),
+        MistralDialect(),
+        OpenRouterDialect(),
+        OpenRouterAnthropicDialect(),
+        OpenRouterOpenAIDialect(),
+        OpenRouterGoogleDialect(),
     )
 }
 

@@ -209,15 +209,20 @@ class ResilientStore(ReasoningStore):
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         found: dict[str, Reasoning] | None = None
+        flush = False
         if keys and self._route():
             try:
                 found = self.backend.get_many(scope, keys)
             except Exception as exc:
                 self._failed(exc, "reading")
             else:
-                if self._succeeded():
-                    self._flush()
-        return self._merge(scope, keys, found)
+                flush = self._succeeded()
+        # Merged before the write-through: it clears the pending marks the merge goes by, and
+        # the backend's answer predates it.
+        merged = self._merge(scope, keys, found)
+        if flush:
+            self._flush()
+        return merged
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self.local.put_many(scope, records)
@@ -251,15 +256,18 @@ class ResilientStore(ReasoningStore):
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         found: dict[str, Reasoning] | None = None
+        flush = False
         if keys and self._route():
             try:
                 found = await self.backend.aget_many(scope, keys)
             except Exception as exc:
                 self._failed(exc, "reading")
             else:
-                if self._succeeded():
-                    await self._aflush()
-        return self._merge(scope, keys, found)
+                flush = self._succeeded()
+        merged = self._merge(scope, keys, found)  # before the write-through (see get_many)
+        if flush:
+            await self._aflush()
+        return merged
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self.local.put_many(scope, records)

@@ -1,0 +1,417 @@
+"""The prefix cache changes nothing but the time: whatever the history did between requests,
+a request gets exactly what the uncached path computes (digests, store keys, own reasoning,
+the rendered messages byte for byte), and the cache stays within its bounds.
+
+The property test plays random conversations into one scope: growing, edited, truncated,
+interleaved, resent as new dicts or as the same dicts mutated in place, with values Python calls
+equal but JSON does not (1, 1.0, True; dicts in another key order). The last test plays a tool
+loop built from the recorded DeepSeek replies through real `litellm.acompletion` twice, with and
+without the cache, and compares what reached the local server.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import uuid
+from importlib import resources
+from typing import Any
+
+import litellm
+import pytest
+from conftest import register
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from litellm_reasoning import ReasoningCallback, identity
+from litellm_reasoning.dialects import dialect_names, get_dialect
+from litellm_reasoning.policy import TurnPolicy
+from litellm_reasoning.prefix_cache import History, PrefixCache
+from litellm_reasoning.render import Rendered, assistant_indices, own_reasonings, render
+from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+SCOPE = "ns=test"
+
+# ------------------------------------------------------------------ random histories
+
+equal_but_not_same = st.sampled_from([1, 1.0, True, 0, 0.0, False, None, "1"])
+"""Values `==` mixes up (1 == 1.0 == True) while their JSON differs."""
+text = st.sampled_from(["", "a", "b", "ok", "call_1", "call_2", "x" * 40])
+part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+    st.fixed_dictionaries(
+        {"type": st.just("thinking"), "thinking": text, "signature": st.sampled_from(["s1", "s2"])}
+    ),
+    st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": st.just("d1")}),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("image_url"),
+            "image_url": st.just({"url": "u"}),
+            "detail": equal_but_not_same,
+        }
+    ),
+    st.dictionaries(st.sampled_from(["type", "a", "b"]), equal_but_not_same, max_size=3),
+    text,
+)
+tool_call = st.fixed_dictionaries(
+    {
+        "id": st.one_of(
+            st.sampled_from(["call_1", "call_2", "call_3__thought__c2ln"]), equal_but_not_same
+        ),
+        "type": st.just("function"),
+        "function": st.fixed_dictionaries(
+            {"name": st.sampled_from(["read", "run"]), "arguments": st.just("{}")}
+        ),
+    },
+    optional={"provider_specific_fields": st.just({"thought_signature": "c2ln"})},
+)
+message = st.fixed_dictionaries(
+    {
+        "role": st.one_of(
+            st.sampled_from(["user", "assistant", "tool", "system"]), equal_but_not_same
+        )
+    },
+    optional={
+        "content": st.one_of(st.none(), text, st.lists(part, max_size=3), equal_but_not_same),
+        "tool_calls": st.one_of(st.lists(tool_call, max_size=2), equal_but_not_same),
+        "tool_call_id": st.one_of(text, equal_but_not_same),
+        "reasoning_content": st.one_of(text, equal_but_not_same),
+        "thinking_blocks": st.lists(
+            st.fixed_dictionaries(
+                {"type": st.just("thinking"), "thinking": text, "signature": st.just("s1")}
+            ),
+            max_size=1,
+        ),
+        "reasoning_details": st.lists(
+            st.fixed_dictionaries({"type": st.just("reasoning.text"), "text": text}), max_size=1
+        ),
+        "turn": st.sampled_from([True, False, 0, "false"]),
+    },
+)
+assistant = st.fixed_dictionaries(
+    {"role": st.just("assistant")},
+    optional={
+        "content": st.one_of(text, st.lists(part, max_size=2)),
+        "tool_calls": st.lists(tool_call, min_size=1, max_size=2),
+    },
+)
+messages_strategy = st.lists(st.one_of(message, assistant), max_size=8)
+
+step = st.one_of(
+    st.tuples(st.just("append"), messages_strategy),
+    st.tuples(st.just("edit"), st.integers(0, 20), st.one_of(message, assistant)),
+    st.tuples(st.just("retype"), st.integers(0, 20), equal_but_not_same),
+    st.tuples(st.just("reorder"), st.integers(0, 20)),
+    st.tuples(st.just("truncate"), st.integers(0, 20)),
+    st.tuples(st.just("mutate_in_place"), st.integers(0, 20), text),
+    st.tuples(st.just("switch"), messages_strategy),
+)
+
+
+def _apply(history: list[Any], change: tuple[Any, ...]) -> list[Any]:
+    """The next request's history; new dicts except for `mutate_in_place` (the client reuses
+    and changes its own dicts, as an SDK caller may)."""
+    kind = change[0]
+    if kind == "mutate_in_place":
+        if history:
+            target = history[change[1] % len(history)]
+            if isinstance(target, dict):
+                target["content"] = change[2]
+        return history
+    history = copy.deepcopy(history)
+    if kind in ("append", "switch"):
+        base = [] if kind == "switch" else history
+        return base + copy.deepcopy(change[1])
+    if not history:
+        return history
+    index = change[1] % len(history)
+    if kind == "edit":
+        history[index] = copy.deepcopy(change[2])
+    elif kind == "retype":
+        # A value equal under `==` but not in JSON, where identity reads it.
+        target = history[index]
+        calls = target.get("tool_calls")
+        if isinstance(calls, list) and calls and isinstance(calls[0], dict):
+            calls[0]["id"] = change[2]
+        elif isinstance(target.get("content"), list) and target["content"]:
+            first = target["content"][0]
+            if isinstance(first, dict):
+                first[next(iter(first), "a")] = change[2]
+        else:
+            target["tool_call_id"] = change[2]
+    elif kind == "reorder":
+        # The same dicts, keys in reverse order (equal under `==`, not in JSON).
+        def reverse(value: Any) -> Any:
+            if isinstance(value, dict):
+                return {k: reverse(value[k]) for k in reversed(list(value))}
+            if isinstance(value, list):
+                return [reverse(v) for v in value]
+            return value
+
+        history[index] = reverse(history[index])
+    elif kind == "truncate":
+        history = history[:index]
+    return history
+
+
+def _records(messages: list[Any], seed: int) -> dict[int, Reasoning]:
+    """Stored reasoning for some assistant messages: the same objects for the same index and
+    seed, so the recipes of earlier requests apply; a new seed gives equal-valued new ones."""
+    out: dict[int, Reasoning] = {}
+    for index in assistant_indices(messages):
+        if (index + seed) % 3 == 0:
+            continue
+        parts: tuple[ReasoningPart, ...] = (ReasoningPart(text=f"r{index}"),)
+        if index % 2:
+            parts = (ReasoningPart(text=f"r{index}", signature="sig"),)
+        out[index] = Reasoning(parts=parts, provider="anthropic" if index % 4 == 1 else None)
+    return out
+
+
+def _dump(rendered: Rendered) -> str:
+    """Everything render decided, in wire form: key order counts."""
+    return json.dumps(
+        {
+            "messages": rendered.messages,
+            "lists": [
+                rendered.kept,
+                rendered.restored,
+                rendered.stripped,
+                rendered.missing,
+                rendered.dropped,
+            ],
+        },
+        default=repr,
+    )
+
+
+def _check(
+    cache: PrefixCache,
+    messages: list[Any],
+    stored: dict[int, Reasoning],
+    target: tuple[str, TurnPolicy],
+) -> History:
+    before = copy.deepcopy(messages)
+    history = cache.walk(SCOPE, messages)
+    assert history.digests == identity.prefix_digests(messages)
+    assert history.digest == identity.conversation_digest(messages)
+    assert history.owns == own_reasonings(messages)
+    assert history.assistant == assistant_indices(messages)
+    for index in history.assistant:
+        expected = identity.message_key(SCOPE, messages[index], history.digests[index])
+        assert history.key(index) == expected
+    dialect, policy = get_dialect(target[0]), target[1]
+    plain = render(messages, dialect, policy, stored)
+    memo = render(
+        messages,
+        dialect,
+        policy,
+        stored,
+        history.owns,
+        assistant=history.assistant,
+        flagged=history.flagged,
+        recipes=history.recipes,
+    )
+    assert _dump(memo) == _dump(plain)
+    assert messages == before  # never mutated
+    return history
+
+
+targets = st.tuples(st.sampled_from(dialect_names()), st.sampled_from(list(TurnPolicy)))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=messages_strategy,
+    steps=st.lists(st.one_of(step, st.tuples(st.just("target"), targets)), max_size=8),
+    seed=st.integers(0, 2),
+    target=targets,
+)
+def test_cached_equals_uncached_on_random_histories(
+    start: list[Any], steps: list[tuple[Any, ...]], seed: int, target: tuple[str, TurnPolicy]
+) -> None:
+    cache = PrefixCache()
+    history = copy.deepcopy(start)
+    records: dict[int, Reasoning] = _records(history, seed)
+    for number, change in enumerate([("append", []), *steps]):
+        if change[0] == "target":  # a fallback to another deployment
+            target = change[1]
+        else:
+            history = _apply(history, change)
+        if number % 3 == 2:
+            records = _records(history, seed + number)  # new objects, equal values
+        stored = {i: r for i, r in records.items() if i < len(history)}
+        stored.update({i: r for i, r in _records(history, seed).items() if i not in records})
+        records = stored
+        cache.remember(_check(cache, history, stored, target))
+
+
+def _loop(n: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"role": "system", "content": "s"}]
+    for i in range(n):
+        out.append({"role": "user", "content": f"u{i}"})
+        out.append(
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [
+                    {
+                        "id": f"call_{i}",
+                        "type": "function",
+                        "function": {"name": "f", "arguments": "{}"},
+                    }
+                ],
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": f"call_{i}", "content": f"t{i}"})
+        out.append({"role": "assistant", "content": f"a{i}"})
+    return out
+
+
+def test_a_continued_conversation_is_hashed_once() -> None:
+    """The next request of a conversation reuses everything before its new messages."""
+    cache = PrefixCache()
+    first = _loop(20)
+    cache.remember(cache.walk(SCOPE, first))
+    second = copy.deepcopy(first) + _loop(21)[-4:]
+    history = cache.walk(SCOPE, second)
+    assert history.reused == len(first)
+    assert history.digests == identity.prefix_digests(second)
+    # another scope never sees this scope's conversations
+    assert cache.walk("ns=other", copy.deepcopy(second)).reused == 0
+
+
+def test_a_refreshed_system_prompt_keeps_the_tool_call_keys() -> None:
+    """An edit at the start breaks every chained digest after it, but equal messages keep their
+    canonical bytes (and tool-call keys): only the digests are chained again."""
+    cache = PrefixCache()
+    first = _loop(5)
+    cache.remember(cache.walk(SCOPE, first))
+    second = copy.deepcopy(first)
+    second[0]["content"] = "s, refreshed"
+    history = cache.walk(SCOPE, second)
+    assert history.reused == 0
+    assert history.digests == identity.prefix_digests(second)
+    for index in history.assistant:
+        assert history.key(index) == identity.message_key(
+            SCOPE, second[index], history.digests[index]
+        )
+
+
+def test_dicts_mutated_in_place_after_the_request_are_hashed_again() -> None:
+    """The cache compares against its own copies: a client changing the dicts it sent before
+    and sending them again gets the digests of what it sends now."""
+    cache = PrefixCache()
+    history = _loop(3)
+    cache.remember(cache.walk(SCOPE, history))
+    history[2]["tool_calls"][0]["id"] = "call_changed"
+    walked = cache.walk(SCOPE, history)
+    assert walked.reused == 2
+    assert walked.digests == identity.prefix_digests(history)
+    assert walked.key(2) == identity.message_key(SCOPE, history[2], walked.digests[2])
+
+
+@pytest.mark.parametrize("other", [1.0, True])
+def test_values_equal_in_python_but_not_in_json_are_told_apart(other: Any) -> None:
+    """`1 == 1.0 == True`, but canonical JSON differs: such a message is compared by its bytes."""
+    cache = PrefixCache()
+    part = {"type": "image_url", "image_url": {"url": "u"}, "detail": 1}
+    first = [{"role": "user", "content": [part]}, {"role": "assistant", "content": "a"}]
+    cache.remember(cache.walk(SCOPE, first))
+    second = copy.deepcopy(first)
+    second[0]["content"][0]["detail"] = other
+    assert second == first
+    walked = cache.walk(SCOPE, second)
+    assert walked.digests == identity.prefix_digests(second) != identity.prefix_digests(first)
+
+
+def test_bounds() -> None:
+    """Per scope a few conversations; in all, about `max_bytes`; a superseded request is
+    dropped when the one continuing it is remembered."""
+    cache = PrefixCache(max_bytes=200_000, per_scope=3)
+    history = _loop(3)
+    for _ in range(5):
+        cache.remember(cache.walk(SCOPE, history))
+        history = copy.deepcopy(history) + _loop(1)
+    assert len(cache) == 1
+    for n in range(10):
+        cache.remember(cache.walk(SCOPE, [{"role": "user", "content": f"q{n}"}]))
+    assert len(cache) == 3
+    for n in range(400):
+        cache.remember(cache.walk(f"ns={n}", _loop(5)))
+    assert 0 < cache.size <= 200_000
+    nothing = PrefixCache(max_bytes=0)
+    nothing.remember(nothing.walk(SCOPE, history))
+    assert len(nothing) == 0 and nothing.size == 0
+
+
+# ------------------------------------------------------------------ through real LiteLLM
+
+
+def _recorded_replies() -> list[dict[str, Any]]:
+    """The three replies of the recorded DeepSeek tool loop (two tool calls, an answer)."""
+    data = json.loads(
+        (resources.files("litellm_reasoning") / "data" / "deepseek_tool_loop.json").read_text()
+    )
+    return [json.loads(raw)["choices"][0]["message"] for raw in data["responses"]]
+
+
+async def _play(upstream: Upstream, callback: ReasoningCallback, model: str) -> list[Any]:
+    """The recorded tool loop twice over, from a client that drops reasoning, with an edited
+    system prompt and a dict reused and changed in place; the bodies the server received."""
+    register(callback)
+    replies = _recorded_replies()
+    upstream.script(model, *[Reply(message=m) for m in replies * 2])
+    messages: list[Any] = [
+        {"role": "system", "content": "You roll dice."},
+        {"role": "user", "content": "My guess is 4."},
+    ]
+    for number, reply in enumerate(replies * 2):
+        if number == 3:
+            messages[0] = {"role": "system", "content": "You roll dice. Be brief."}
+            messages.append({"role": "user", "content": "Again, guess 2."})
+        if number == 4:
+            messages[1]["content"] = "My guess is 5."  # the caller's own dict, changed in place
+        response = await litellm.acompletion(
+            model=f"deepseek/{model}",
+            messages=messages,
+            api_base=upstream.base_url,
+            api_key="k",
+            tools=[{"type": "function", "function": {"name": "roll_dice", "parameters": {}}}],
+        )
+        sent = response.choices[0].message
+        assert sent.content == reply.get("content")
+        dropped: dict[str, Any] = {"role": "assistant", "content": sent.content}
+        if sent.tool_calls:
+            dropped["tool_calls"] = [
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.function.name, "arguments": c.function.arguments},
+                }
+                for c in sent.tool_calls
+            ]
+        messages = [*messages, dropped]
+        for call in dropped.get("tool_calls") or ():
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "3"})
+    litellm.logging_callback_manager._reset_all_callbacks()
+    return [body["messages"] for body in upstream.bodies(model)]
+
+
+async def test_wire_is_the_same_with_and_without_the_cache(upstream: Upstream) -> None:
+    cached = ReasoningCallback()
+    uncached = ReasoningCallback()
+    uncached._histories = PrefixCache(max_bytes=0)  # remembers nothing
+    model = f"prefix-{uuid.uuid4().hex[:8]}"
+    with_cache = await _play(upstream, cached, model + "-a")
+    without = await _play(upstream, uncached, model + "-b")
+    assert json.dumps(with_cache) == json.dumps(without)
+    assert len(with_cache) == 6
+    # the replies' reasoning went back on the wire (restored from the store) ...
+    recorded = [m.get("reasoning_content") for m in _recorded_replies()]
+    assert with_cache[1][2]["reasoning_content"] == recorded[0]
+    assert cached.stats["restored"] == uncached.stats["restored"] > 0
+    assert cached.stats["errors"] == uncached.stats["errors"] == 0
+    # ... and the cached run reused earlier requests' work
+    assert len(cached._histories) > 0 and len(uncached._histories) == 0

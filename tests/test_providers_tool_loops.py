@@ -1,0 +1,165 @@
+"""Tool loops over two turns behind a client that keeps only role, content and tool calls, for
+the OpenAI-compatible providers whose rules differ (provider rules §5, §6, §10, §11): through
+real LiteLLM to a local server, every request body read back.
+
+* Kimi (`moonshot/`): `reasoning_content` on every earlier tool-call message, current turn too;
+  an earlier plain answer carries none.
+* DeepSeek V4 with tools (`deepseek/`): the field on every assistant message of every turn (an
+  empty one where nothing is known).
+* vLLM (`hosted_vllm/`): `reasoning`, current turn only.
+* xAI chat (`xai/`): nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import litellm
+import pytest
+from conftest import register
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
+
+
+@pytest.fixture
+def callback() -> Iterator[ReasoningCallback]:
+    yield register(ReasoningCallback(capture_wait_seconds=10.0))
+    litellm.logging_callback_manager._reset_all_callbacks()
+
+
+def _tool_reply(reasoning: str, call_id: str) -> Reply:
+    call = {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+    }
+    return Reply(message={"content": "", "reasoning_content": reasoning, "tool_calls": [call]})
+
+
+async def _send(how: str, model: str, base: str, messages: list[Any], stream: bool) -> Any:
+    params: dict[str, Any] = {"messages": messages, "tools": [TOOL], "stream": stream}
+    target: Any = litellm
+    if how.startswith("router."):
+        target = litellm.Router(
+            model_list=[
+                {
+                    "model_name": "g",
+                    "litellm_params": {"model": model, "api_base": base, "api_key": "k"},
+                }
+            ],
+            num_retries=0,
+        )
+        params["model"] = "g"
+    else:
+        params.update(model=model, api_base=base, api_key="k")
+
+    def message_of(response: Any, chunks: list[Any] | None) -> Any:
+        if chunks is None:
+            return response.choices[0].message
+        built = litellm.stream_chunk_builder(chunks)
+        assert built is not None
+        return built.choices[0].message
+
+    if how.endswith("acompletion"):
+        response = await target.acompletion(**params)
+        chunks = [c async for c in response] if stream else None
+        message = message_of(response, chunks)
+    else:
+
+        def run() -> Any:
+            response = target.completion(**params)
+            return message_of(response, list(response) if stream else None)
+
+        message = await asyncio.to_thread(run)
+    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.function.name, "arguments": c.function.arguments},
+            }
+            for c in message.tool_calls
+        ]
+    return out
+
+
+async def _two_turns(how: str, provider: str, upstream: Upstream, stream: bool) -> list[Any]:
+    """Turn 1: a tool call, its result, an answer. Turn 2: a tool call and its result. Returns
+    the assistant messages of the last request as they reached the wire."""
+    model = f"{provider}-loop-{uuid.uuid4().hex[:8]}"
+    upstream.script(
+        model,
+        _tool_reply("R1 call", f"c1_{model}"),
+        Reply(message={"content": "Answer one.", "reasoning_content": "R1 answer"}),
+        _tool_reply("R2 call", f"c2_{model}"),
+        Reply(message={"content": "Answer two.", "reasoning_content": "R2 answer"}),
+    )
+    full = f"{provider}/{model}"
+    history: list[Any] = [{"role": "user", "content": "Fix a.py."}]
+    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append({"role": "tool", "tool_call_id": f"c1_{model}", "content": "x"})
+    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append({"role": "user", "content": "Now b.py."})
+    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append({"role": "tool", "tool_call_id": f"c2_{model}", "content": "y"})
+    await _send(how, full, upstream.base_url, list(history), stream)
+    bodies = upstream.bodies(model)
+    assert len(bodies) == 4
+    return [m for m in bodies[-1]["messages"] if m["role"] == "assistant"]
+
+
+CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
+streams = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+calls = pytest.mark.parametrize("how", CALLS)
+
+
+@calls
+@streams
+async def test_kimi_keeps_every_earlier_tool_call_reasoning(
+    how: str, stream: bool, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(how, "moonshot", upstream, stream)
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", None, "R2 call"]
+    assert callback.stats["errors"] == 0
+
+
+@calls
+@streams
+async def test_deepseek_with_tools_sends_the_field_on_every_assistant_message(
+    how: str, stream: bool, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(how, "deepseek", upstream, stream)
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", "R1 answer", "R2 call"]
+
+
+@calls
+@streams
+async def test_vllm_gets_reasoning_for_the_current_turn_only(
+    how: str, stream: bool, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(how, "hosted_vllm", upstream, stream)
+    assert [m.get("reasoning") for m in sent] == [None, None, "R2 call"]
+    assert not any("reasoning_content" in m for m in sent)
+
+
+@calls
+async def test_xai_chat_gets_no_reasoning(
+    how: str, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(how, "xai", upstream, False)
+    reasoning_keys = {"reasoning_content", "reasoning", "thinking_blocks", "reasoning_details"}
+    assert not any(set(m) & reasoning_keys for m in sent)

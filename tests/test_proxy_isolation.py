@@ -1,0 +1,195 @@
+"""Load and isolation through the real LiteLLM proxy: several end users (`user=`), each with
+several conversations, all at once, from the official `openai` client that drops reasoning.
+
+Every end user sends the SAME prompts with the SAME tool-call ids as every other end user (only
+the scope tells them apart); the two conversations of one end user differ in their tool-call ids
+(within one scope, identical content is one conversation). Each conversation's upstream reasoning
+is unique, and each conversation has its own model group, so the local upstream's per-model
+scripts can never hand one conversation another's reply whatever order the threads run in.
+Asserted on what the upstream received: every step-2 request carries exactly its own
+conversation's step-1 reasoning, none other.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import openai
+import pytest
+from proxy_utils import (
+    TOOLS,
+    Proxy,
+    assert_no_turn_key,
+    assistant_messages,
+    chat,
+    openai_compatible_deployment,
+    proxy_config,
+    run_proxy,
+    text_reply,
+    tool_reply,
+    upstream_model,
+    wire_ids,
+)
+
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+pytestmark = pytest.mark.proxy
+
+USERS = ("ada", "bo", "cy", "di")
+CONVERSATIONS = 2
+GROUPS = [f"iso-{user}-{c}" for user in USERS for c in range(CONVERSATIONS)]
+SHARED = "iso-shared"
+"""One model group every conversation uses at once; `ByContent` answers each by its content."""
+
+
+class ByContent(Upstream):
+    """The local upstream, answering by what a request says rather than by arrival order:
+    `(task prompt, step)` -> reply, where step 1 is a request without a tool result. Concurrent
+    conversations on one model group then each get their own scripted replies. (LiteLLM does
+    not forward `user` to an OpenAI-compatible upstream, so the prompt names the end user.)"""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.by_content: dict[tuple[str, int], Reply] = {}
+
+    @staticmethod
+    def conversation(body: dict[str, Any]) -> tuple[str, int]:
+        messages = body.get("messages") or []
+        prompt = next((m.get("content") for m in messages if m.get("role") == "user"), "")
+        step = 2 if any(m.get("role") == "tool" for m in messages) else 1
+        return str(prompt), step
+
+    def answer(self, body: dict[str, Any], reply: Reply | None) -> tuple[int, str, bytes]:
+        return super().answer(body, self.by_content.get(self.conversation(body), reply))
+
+
+@pytest.fixture(scope="module")
+def upstream() -> Iterator[ByContent]:
+    with ByContent() as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def proxy(upstream: ByContent, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+    config = proxy_config(
+        openai_compatible_deployment(group, upstream_model(group), upstream.base_url)
+        for group in [*GROUPS, SHARED]
+    )
+    with run_proxy(
+        config, tmp_path_factory.mktemp("proxy-iso"), env={"LITELLM_REASONING_STORE": "memory://"}
+    ) as running:
+        yield running
+
+
+def _conversation(
+    proxy: Proxy, upstream: ByContent, user: str, number: int, start: threading.Barrier
+) -> tuple[str, str, dict[str, Any]]:
+    """A 2-step tool loop; returns (group, its step-1 reasoning, the step-2 body received)."""
+    group = f"iso-{user}-{number}"
+    model = upstream_model(group)
+    call_id = f"call_shared_{number}"  # identical across end users
+    reasoning = f"private reasoning of {user} #{number}: {uuid.uuid4().hex}"
+    upstream.script(
+        model,
+        tool_reply(reasoning, call_id, "Paris"),
+        text_reply(f"answer reasoning {user} #{number}", "Sunny."),
+    )
+    stream = number % 2 == 1
+    history: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a weather bot."},
+        {"role": "user", "content": f"Weather in Paris? (task {number})"},
+    ]
+    with openai.OpenAI(
+        base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+    ) as client:
+        start.wait(timeout=60)
+        first = chat(client, group, history, stream=stream, tools=TOOLS, user=user)
+        assert first.reasoning_content == reasoning
+        history += [
+            first.as_history(),  # reasoning dropped, as the openai SDK does
+            {"role": "tool", "tool_call_id": call_id, "content": "Sunny, 24 C"},
+        ]
+        chat(client, group, history, stream=stream, tools=TOOLS, user=user)
+    bodies = upstream.bodies(model)
+    assert len(bodies) == 2, bodies
+    return group, reasoning, bodies[1]
+
+
+def test_concurrent_end_users_each_restore_only_their_own(proxy: Proxy, upstream: Upstream) -> None:
+    jobs = [(user, c) for user in USERS for c in range(CONVERSATIONS)]
+    start = threading.Barrier(len(jobs))
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [pool.submit(_conversation, proxy, upstream, u, c, start) for u, c in jobs]
+        results = [f.result(timeout=180) for f in futures]
+
+    every_reasoning = {reasoning for _, reasoning, _ in results}
+    assert len(every_reasoning) == len(jobs)
+    wrong = []
+    for group, mine, body in results:
+        assert_no_turn_key(body)
+        (assistant,) = assistant_messages(body)
+        assert wire_ids(assistant) == [f"call_shared_{group[-1]}"]
+        sent = assistant.get("reasoning_content")
+        if sent != mine:
+            wrong.append((group, mine, sent))
+        # No other conversation's reasoning anywhere in the body.
+        text = repr(body)
+        leaked = [r for r in every_reasoning - {mine} if r in text]
+        assert not leaked, (group, leaked)
+    assert not wrong, f"step 2 did not carry its own step-1 reasoning: {wrong}\n{proxy.log_tail()}"
+
+
+def _shared_conversation(
+    proxy: Proxy, upstream: ByContent, user: str, number: int, start: threading.Barrier
+) -> tuple[str, str, dict[str, Any]]:
+    """A 2-step tool loop on the shared model group; the step-2 body is found by its content."""
+    call_id = f"call_shared_{number}"
+    prompt = f"Weather in Rome? ({user}, shared task {number})"
+    reasoning = f"shared-group reasoning of {user} #{number}: {uuid.uuid4().hex}"
+    upstream.by_content[(prompt, 1)] = tool_reply(reasoning, call_id, "Rome")
+    upstream.by_content[(prompt, 2)] = text_reply(f"answer {user} #{number}", "Rainy.")
+    stream = number % 2 == 1
+    history: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    with openai.OpenAI(
+        base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+    ) as client:
+        start.wait(timeout=60)
+        first = chat(client, SHARED, history, stream=stream, tools=TOOLS, user=user)
+        assert first.reasoning_content == reasoning
+        history += [
+            first.as_history(),
+            {"role": "tool", "tool_call_id": call_id, "content": "Rainy, 17 C"},
+        ]
+        chat(client, SHARED, history, stream=stream, tools=TOOLS, user=user)
+    step_two = [
+        b
+        for b in upstream.bodies(upstream_model(SHARED))
+        if upstream.conversation(b) == (prompt, 2)
+    ]
+    assert len(step_two) == 1, step_two
+    return f"{user}-{number}", reasoning, step_two[0]
+
+
+def test_concurrent_end_users_on_one_model_group(proxy: Proxy, upstream: ByContent) -> None:
+    """The same, with every conversation on ONE deployment at once (the usual gateway case).
+    Tool-call ids are still shared across end users; the prompts differ (they name the end
+    user, so the upstream can answer each conversation with its own script)."""
+    jobs = [(user, c) for user in USERS for c in range(CONVERSATIONS)]
+    start = threading.Barrier(len(jobs))
+    with ThreadPoolExecutor(len(jobs)) as pool:
+        futures = [pool.submit(_shared_conversation, proxy, upstream, u, c, start) for u, c in jobs]
+        results = [f.result(timeout=180) for f in futures]
+    every_reasoning = {reasoning for _, reasoning, _ in results}
+    wrong = []
+    for name, mine, body in results:
+        (assistant,) = assistant_messages(body)
+        assert wire_ids(assistant) == [f"call_shared_{name[-1]}"]
+        if assistant.get("reasoning_content") != mine:
+            wrong.append((name, mine, assistant.get("reasoning_content")))
+        leaked = [r for r in every_reasoning - {mine} if r in repr(body)]
+        assert not leaked, (name, leaked)
+    assert not wrong, f"step 2 did not carry its own step-1 reasoning: {wrong}\n{proxy.log_tail()}"

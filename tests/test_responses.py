@@ -1,0 +1,235 @@
+"""OpenAI Responses: the pure rules (turn rule over input items, which `rs_` ids may go out,
+what is stored under which anchor) and the issuer rule through real LiteLLM: OpenAI's encrypted
+reasoning is never sent to another provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import litellm
+import pytest
+import yaml
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.dialects import get_dialect
+from litellm_reasoning.dialects.openai_responses import is_reasoning_model, with_encrypted_include
+from litellm_reasoning.policy import TurnPolicy
+from litellm_reasoning.render import render
+from litellm_reasoning.responses_input import (
+    Conversation,
+    records,
+    render_input,
+    turn_start,
+    wanted,
+)
+from litellm_reasoning.targets import resolve_target
+from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+REALDATA = Path("/work/shared/realdata/pydantic-ai/test_openai_responses")
+CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+Json = dict[str, Any]
+
+
+def _tool_loop() -> list[Json]:
+    raw = yaml.safe_load((CASSETTES / "openai_responses_tool_loop.yaml").read_text("utf-8"))
+    return [
+        {
+            "request": json.loads(item["request"]["body"]),
+            "response": json.loads(item["response"]["body"]["string"]),
+        }
+        for item in raw["interactions"]
+    ]
+
+
+# ---------------------------------------------------------------- pure rules
+
+
+def test_turn_rule_over_input_items() -> None:
+    items: list[Json] = [
+        {"role": "user", "content": "Q1"},
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A"}]},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Q2"}]},
+        {"type": "function_call", "call_id": "c1", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "c1", "output": "x"},
+        {"role": "user", "content": "note", "turn": False},
+        {"role": "user", "content": "wrong type", "turn": "false"},
+    ]
+    assert turn_start(items) == 6  # only the boolean false marks a delivery
+    assert turn_start(items[:6]) == 2
+    assert turn_start(items[1:2]) == -1
+
+
+def test_tool_loop_reply_is_stored_under_the_call_the_client_sends_back() -> None:
+    """The recorded reply's reasoning item is found again from request 2 as the recorded client
+    sent it without its reasoning item, and restored exactly as that client sent it."""
+    first, second = _tool_loop()
+    captured = records(
+        Conversation.of("s", first["request"]["input"]),
+        first["response"]["output"],
+        provider="openai",
+        model="gpt-5",
+    )
+    dropped = [i for i in second["request"]["input"] if i.get("type") != "reasoning"]
+    keys = wanted(Conversation.of("s", dropped), TurnPolicy.ALL_TURNS)
+    assert set(keys.values()) == set(captured)
+    found = {index: captured[key] for index, key in keys.items()}
+    assert render_input(dropped, found, store=True).items == second["request"]["input"]
+    # another tenant's keys never name this record
+    assert not set(wanted(Conversation.of("t", dropped), TurnPolicy.ALL_TURNS).values()) & set(
+        captured
+    )
+
+
+def test_rs_ids_only_where_they_can_be_paired() -> None:
+    part = ReasoningPart(kind="encrypted", data="ENC", id="rs_1", details={"summary": []})
+    record = {1: Reasoning(parts=(part,), provider="openai")}
+    call = {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f", "arguments": ""}
+    items: list[Json] = [{"role": "user", "content": "q"}, call]
+    with_id = {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "ENC"}
+    without_id = {"type": "reasoning", "summary": [], "encrypted_content": "ENC"}
+    assert render_input(items, record, store=True).items[1] == with_id
+    assert render_input(items, record, store=False).items[1] == without_id
+    bare_call = {k: v for k, v in call.items() if k != "id"}
+    assert render_input([items[0], bare_call], record, store=True).items[1] == without_id
+    # store false: the client's own reasoning items lose their id as well
+    own = [items[0], {**with_id}, call]
+    assert render_input(own, {}, store=False).items[1] == without_id
+
+
+def test_another_issuers_record_is_not_put_in_the_input() -> None:
+    part = ReasoningPart(kind="encrypted", data="ENC", id="rs_1")
+    items: list[Json] = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "c", "name": "f", "arguments": ""},
+    ]
+    rendered = render_input(items, {1: Reasoning(parts=(part,), provider="azure")}, store=True)
+    assert rendered.items == items and rendered.dropped == [1]
+
+
+def test_encrypted_content_is_asked_only_of_reasoning_models() -> None:
+    """Non-reasoning models reject `include: ["reasoning.encrypted_content"]`."""
+    assert all(map(is_reasoning_model, ["gpt-5", "gpt-5.5", "o3-mini", "openai/o4-mini"]))
+    assert not any(map(is_reasoning_model, ["gpt-4o", "gpt-4.1-mini", "gpt-oss-120b"]))
+
+
+def test_include_is_merged_not_replaced() -> None:
+    assert with_encrypted_include(None) == ["reasoning.encrypted_content"]
+    assert with_encrypted_include(["a"]) == ["a", "reasoning.encrypted_content"]
+    assert with_encrypted_include(["reasoning.encrypted_content"]) == [
+        "reasoning.encrypted_content"
+    ]
+
+
+def test_bridge_target_and_policy() -> None:
+    target = resolve_target("openai", "responses/gpt-5", None)
+    assert (target.dialect, target.policy) == ("openai_responses", TurnPolicy.ALL_TURNS)
+    # plain OpenAI chat still takes no reasoning back
+    assert resolve_target("openai", "gpt-5", None).dialect == "no_reasoning"
+
+
+OPENAI_RECORD = Reasoning(
+    parts=(
+        ReasoningPart(
+            kind="encrypted",
+            text="summary",
+            data="gAAAA-openai",
+            id="rs_1",
+            details={"summary": [{"type": "summary_text", "text": "summary"}]},
+        ),
+    ),
+    provider="openai",
+    model="gpt-5",
+)
+
+
+@pytest.mark.parametrize(
+    "dialect", ["anthropic", "anthropic_bedrock", "anthropic_vertex", "openai_chat", "no_reasoning"]
+)
+def test_other_dialects_never_render_openai_encrypted_reasoning(dialect: str) -> None:
+    messages: list[Json] = [
+        {"role": "user", "content": "q"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c", "content": "x"},
+    ]
+    out = render(messages, get_dialect(dialect), TurnPolicy.ALL_TURNS, {1: OPENAI_RECORD})
+    assert "gAAAA-openai" not in json.dumps(out.messages)
+    assert "summary" not in json.dumps(out.messages[1])
+
+
+# ---------------------------------------------------------------- issuer rule through LiteLLM
+
+
+@pytest.fixture
+def cb() -> Iterator[ReasoningCallback]:
+    litellm.logging_callback_manager._reset_all_callbacks()
+    callback = ReasoningCallback()
+    litellm.callbacks = [callback]
+    yield callback
+    litellm.logging_callback_manager._reset_all_callbacks()
+
+
+async def test_openai_reasoning_does_not_follow_a_switch_to_another_provider(
+    cb: ReasoningCallback,
+) -> None:
+    """A tool loop started on `openai/responses/gpt-5` (recorded reply) continues on Claude and
+    on DeepSeek: the OpenAI encrypted item is captured, and neither provider receives it (nor
+    its summary as reasoning text)."""
+    first, _ = _tool_loop()
+    (reasoning,) = [i for i in first["response"]["output"] if i["type"] == "reasoning"]
+    with Upstream() as openai, AnthropicUpstream() as claude:
+        openai.script("gpt-5", Reply(raw_body=json.dumps(first["response"])))
+        messages: list[Json] = [{"role": "user", "content": "Compose a poem."}]
+        reply = await litellm.acompletion(
+            model="openai/responses/gpt-5", messages=messages, api_base=openai.base_url, api_key="k"
+        )
+        call = reply.choices[0].message.tool_calls[0]
+        messages += [
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.function.name,
+                            "arguments": call.function.arguments,
+                        },
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": call.id, "content": "plan updated"},
+        ]
+        assert cb.stats["captured"] == 1
+        claude.script("claude-sonnet-4-5", AnthropicReply([{"type": "text", "text": "ok"}]))
+        await litellm.acompletion(
+            model="anthropic/claude-sonnet-4-5",
+            messages=messages,
+            api_base=claude.base_url,
+            api_key="k",
+            max_tokens=100,
+        )
+        openai.script("deepseek-reasoner", Reply(message={"role": "assistant", "content": "ok"}))
+        await litellm.acompletion(
+            model="deepseek/deepseek-reasoner",
+            messages=messages,
+            api_base=openai.base_url,
+            api_key="k",
+        )
+        wire = json.dumps(
+            [*claude.bodies("claude-sonnet-4-5"), *openai.bodies("deepseek-reasoner")]
+        )
+    assert reasoning["encrypted_content"] not in wire
+    assert reasoning["summary"][0]["text"][:40] not in wire
+    assert cb.stats["dropped"] >= 1  # Claude's dialect saw the record and left it out
