@@ -1060,10 +1060,11 @@ def _attach_summary(litellm_params: dict[str, Any], summary: dict[str, Any]) -> 
     the StandardLoggingPayload (and the proxy into its spend logs) that callers may extend."""
     metadata = litellm_params.get("metadata")
     if not isinstance(metadata, dict):
-        metadata = litellm_params["metadata"] = {}
+        metadata = {}
     spend = with_summary(metadata, summary)
     if spend is not None:
-        metadata["spend_logs_metadata"] = spend
+        # A new dict: `metadata` may be the very dict the caller passed to LiteLLM.
+        litellm_params["metadata"] = {**metadata, "spend_logs_metadata": spend}
 
 
 def _gemini_contents(

@@ -102,11 +102,13 @@ def _check(summary: dict[str, Any]) -> None:
     assert summary["counts"]["kept"] == 1
 
 
-async def _call(how: str, upstream: Upstream, model: str, stream: bool) -> None:
+async def _call(
+    how: str, upstream: Upstream, model: str, stream: bool, metadata: dict[str, Any] | None = None
+) -> None:
     params: dict[str, Any] = {
         "messages": [dict(m) for m in HISTORY],
         "stream": stream,
-        "metadata": {"spend_logs_metadata": {"team": "search"}},
+        "metadata": metadata if metadata is not None else {"spend_logs_metadata": {"team": "s"}},
     }
     target: Any = litellm
     if how.startswith("router."):
@@ -149,7 +151,9 @@ async def test_summary_reaches_the_standard_logging_payload(
 ) -> None:
     model = f"dec-{uuid.uuid4().hex[:6]}"
     upstream.script(model, Reply(message={"content": "ok"}))
-    await _call(how, upstream, model, stream)
+    callers_spend = {"team": "search"}
+    callers_metadata: dict[str, Any] = {"spend_logs_metadata": callers_spend}
+    await _call(how, upstream, model, stream, callers_metadata)
     for _ in range(100):  # success events run after the call returns
         if collector.metadata:
             break
@@ -157,6 +161,9 @@ async def test_summary_reaches_the_standard_logging_payload(
     (metadata,) = collector.metadata
     spend = metadata["spend_logs_metadata"]
     assert spend["team"] == "search"  # the caller's own keys stay
+    # ... and the caller's own dicts are not written to (LiteLLM may add its own keys)
+    assert callers_spend == {"team": "search"}
+    assert callers_metadata["spend_logs_metadata"] is callers_spend
     _check(spend[METADATA_KEY])
     # and the wire agrees with the summary
     (body,) = upstream.bodies(model)

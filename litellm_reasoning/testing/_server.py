@@ -37,6 +37,9 @@ class ScriptedServer(Generic[ReplyT]):
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in separate writes; with Nagle on, the body waits for the
+            # client's delayed ACK (~40 ms a response).
+            disable_nagle_algorithm = True
 
             def log_message(self, *args: Any) -> None:
                 pass
