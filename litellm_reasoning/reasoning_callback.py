@@ -248,22 +248,7 @@ class ReasoningCallback(CustomLogger):
     def _target(
         self, kwargs: Mapping[str, Any], messages: Sequence[Any]
     ) -> tuple[Target, str | None, str]:
-        params = kwargs.get("litellm_params")
-        params = params if isinstance(params, dict) else {}
-        model = str(kwargs.get("model") or "")
-        api_base = kwargs.get("api_base") or params.get("api_base")
-        provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
-        bare_model = model
-        if provider and model.startswith(f"{provider}/"):
-            bare_model = model[len(provider) + 1 :]
-        elif not provider:
-            # No provider LiteLLM knows: rendered as passthrough.
-            with contextlib.suppress(Exception):
-                bare_model, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
-        names = [f"{provider}/{bare_model}", model]
-        metadata = kwargs.get("metadata")
-        if isinstance(metadata, dict) and metadata.get("model_group"):
-            names.append(str(metadata["model_group"]))
+        provider, bare_model, api_base, names = _deployment(kwargs)
         optional = kwargs.get("optional_params")
         request = [kwargs, optional if isinstance(optional, dict) else {}]
         request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
@@ -876,21 +861,8 @@ class ReasoningCallback(CustomLogger):
     def _responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
         """The target of a native Responses call: resolved as the `responses/<model>` model of
         its provider, so overrides and the providers table treat both paths alike."""
-        params = kwargs.get("litellm_params")
-        params = params if isinstance(params, dict) else {}
-        model = str(kwargs.get("model") or "")
-        api_base = kwargs.get("api_base") or params.get("api_base")
-        provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
-        bare = model
-        if provider and model.startswith(f"{provider}/"):
-            bare = model[len(provider) + 1 :]
-        elif not provider:
-            with contextlib.suppress(Exception):
-                bare, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
-        names = [bare, f"{provider}/{bare}", model]
-        metadata = kwargs.get("metadata")
-        if isinstance(metadata, dict) and metadata.get("model_group"):
-            names.append(str(metadata["model_group"]))
+        provider, bare, api_base, names = _deployment(kwargs)
+        names = [bare, *names]
         target = resolve_target(
             provider, RESPONSES_PREFIX + bare, api_base, names=names, overrides=self.overrides
         )
@@ -1053,6 +1025,29 @@ def _patch_assistants(wire: Any, rendered: Sequence[Any], dialect: Any) -> list[
     for index, message in zip(sent, want, strict=True):
         out[index] = dialect.patch_wire(wire[index], message)
     return out
+
+
+def _deployment(kwargs: Mapping[str, Any]) -> tuple[str | None, str, str | None, list[str]]:
+    """The deployment a call hits: LiteLLM provider, model without its provider prefix,
+    api_base, and the names overrides may match (`provider/model`, the model as given, the
+    Router / proxy model group)."""
+    params = kwargs.get("litellm_params")
+    params = params if isinstance(params, dict) else {}
+    model = str(kwargs.get("model") or "")
+    api_base = kwargs.get("api_base") or params.get("api_base")
+    provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
+    bare = model
+    if provider and model.startswith(f"{provider}/"):
+        bare = model[len(provider) + 1 :]
+    elif not provider:
+        # No provider LiteLLM knows: rendered as passthrough.
+        with contextlib.suppress(Exception):
+            bare, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
+    names = [f"{provider}/{bare}", model]
+    metadata = kwargs.get("metadata")
+    if isinstance(metadata, dict) and metadata.get("model_group"):
+        names.append(str(metadata["model_group"]))
+    return provider, bare, api_base, names
 
 
 def _attach_summary(litellm_params: dict[str, Any], summary: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 import litellm
 import yaml
+from clients import dropping_client
 
 from litellm_reasoning.testing._server import ScriptedServer
 
@@ -94,17 +95,7 @@ def client_view(message: Any, *, keep: bool) -> Json:
         dumped: Json = message.model_dump(exclude_none=True)
         dumped["role"] = "assistant"
         return dumped
-    out: Json = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
+    return dropping_client(message)
 
 
 @dataclass

@@ -12,6 +12,7 @@ from typing import Any
 
 import litellm
 import pytest
+from clients import dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -208,17 +209,7 @@ async def call(
             return assemble(list(response)) if stream else response.choices[0].message
 
         message = await asyncio.to_thread(run)
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
+    return dropping_client(message)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

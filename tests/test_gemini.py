@@ -18,6 +18,7 @@ from typing import Any
 
 import litellm
 import pytest
+from clients import dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -300,17 +301,7 @@ async def call(how: str, model: str, api_base: str, messages: list[Any], *, stre
 
 def keep_ids(message: Any) -> dict[str, Any]:
     """A client that keeps role, content and tool calls (ids verbatim) and drops the rest."""
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
+    return dropping_client(message)
 
 
 def clean_ids(message: Any) -> dict[str, Any]:

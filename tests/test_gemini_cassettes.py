@@ -21,6 +21,7 @@ import litellm
 import pytest
 import vcr
 import yaml
+from clients import dropping_client
 from conftest import register
 from vcr.request import Request
 
@@ -119,17 +120,7 @@ async def send(how: str, body: Json) -> Any:
 
 def dropped(message: Any) -> Json:
     """What a client that keeps role, content and tool calls (ids verbatim) sends back."""
-    out: Json = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
+    return dropping_client(message)
 
 
 def model_parts(body: Json) -> list[list[Json]]:

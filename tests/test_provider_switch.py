@@ -30,6 +30,7 @@ from typing import Any
 import litellm
 import pytest
 import yaml
+from clients import dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -72,20 +73,6 @@ def claude() -> Iterator[AnthropicUpstream]:
 def callback() -> Iterator[ReasoningCallback]:
     yield register(ReasoningCallback(capture_wait_seconds=10.0))
     litellm.logging_callback_manager._reset_all_callbacks()
-
-
-def dropping_client(message: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
 
 
 async def ask(mode: str, **kwargs: Any) -> dict[str, Any]:

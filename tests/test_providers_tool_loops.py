@@ -19,6 +19,7 @@ from typing import Any
 
 import litellm
 import pytest
+from clients import dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -84,17 +85,7 @@ async def _send(how: str, model: str, base: str, messages: list[Any], stream: bo
             return message_of(response, list(response) if stream else None)
 
         message = await asyncio.to_thread(run)
-    out: dict[str, Any] = {"role": "assistant", "content": message.content or None}
-    if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": c.id,
-                "type": "function",
-                "function": {"name": c.function.name, "arguments": c.function.arguments},
-            }
-            for c in message.tool_calls
-        ]
-    return out
+    return dropping_client(message)
 
 
 async def _two_turns(how: str, provider: str, upstream: Upstream, stream: bool) -> list[Any]:
