@@ -646,10 +646,11 @@ class ReasoningCallback(CustomLogger):
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
-        """Proxy, before routing. Chat calls are rendered after routing (the deployment hook);
+        """Proxy, before routing. Chat and Responses calls are rendered after routing (the
+        deployment hook, which also removes `turn`: it must still be there for the turn rule);
         other endpoints get the turn rule's one hard guarantee: `turn` never reaches them."""
         try:
-            if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
+            if _call_type_name(call_type) in _COMPLETION_CALL_TYPES | _RESPONSES_CALL_TYPES:
                 return None
             for field in ("messages", "input"):
                 value = data.get(field)
@@ -1044,9 +1045,12 @@ def _deployment(kwargs: Mapping[str, Any]) -> tuple[str | None, str, str | None,
         with contextlib.suppress(Exception):
             bare, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
     names = [f"{provider}/{bare}", model]
-    metadata = kwargs.get("metadata")
-    if isinstance(metadata, dict) and metadata.get("model_group"):
-        names.append(str(metadata["model_group"]))
+    # Chat calls carry the Router / proxy model group in `metadata`, Responses calls in
+    # `litellm_metadata`.
+    for key in ("metadata", "litellm_metadata"):
+        metadata = kwargs.get(key)
+        if isinstance(metadata, dict) and metadata.get("model_group"):
+            names.append(str(metadata["model_group"]))
     return provider, bare, api_base, names
 
 

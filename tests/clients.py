@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+
 def dropping_client(message: Any) -> dict[str, Any]:
     """A client that keeps only role, content and tool calls (ids verbatim) of the reply
     `message` (a LiteLLM `Message`): every reasoning field is thrown away, as the openai SDK,

@@ -57,12 +57,16 @@ def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Itera
             ("native-gpt-5", "openai/gpt-5"),
             ("native-gpt-5.5", "openai/gpt-5.5"),
             ("bridge-gpt-5", "openai/responses/gpt-5"),
+            ("current-turn-gpt-5", "openai/gpt-5"),
         )
     ]
     with run_proxy(
         proxy_config(deployments),
         tmp_path_factory.mktemp("proxy"),
-        env={"LITELLM_REASONING_STORE": "memory://"},
+        env={
+            "LITELLM_REASONING_STORE": "memory://",
+            "LITELLM_REASONING_POLICIES": json.dumps({"current-turn-*": "current_turn"}),
+        },
     ) as running:
         yield running
 
@@ -163,3 +167,28 @@ def test_bridge_deployment_restores_reasoning_items(
     }
     assert items[index + 1]["type"] == "function_call" and items[index + 1]["call_id"] == call.id
     assert "reasoning.encrypted_content" in sent[1]["include"]
+
+
+@pytest.mark.parametrize("delivery", [False, True], ids=["new-turn", "turn-false"])
+def test_v1_responses_turn_rule_under_current_turn(
+    upstream: Upstream, client: openai.OpenAI, delivery: bool
+) -> None:
+    """`/v1/responses` with the `current_turn` policy: the second user message starts a turn
+    (turn 1's reasoning item is left out) unless it is flagged `"turn": false`, a delivery
+    (then it goes back, as the recorded client sent it). The flag never reaches the wire."""
+    first, second = _cassette("openai_responses_multi_turn")
+    upstream.script("gpt-5", _reply(first), _reply(second))
+    before = len(upstream.bodies("gpt-5"))
+    _create(client, "current-turn-gpt-5", _request(first), _request(first)["input"])
+    recorded = _request(second)["input"]
+    dropped = [copy.deepcopy(item) for item in recorded if item.get("type") != "reasoning"]
+    if delivery:
+        dropped[-1]["turn"] = False
+    _create(client, "current-turn-gpt-5", _request(second), dropped)
+    sent = upstream.bodies("gpt-5")[before:]
+    assert len(sent) == 2
+    assert not any("turn" in item for item in sent[1]["input"])
+    if delivery:
+        assert sent[1]["input"] == recorded
+    else:
+        assert sent[1]["input"] == [i for i in recorded if i.get("type") != "reasoning"]
