@@ -8,6 +8,7 @@ it at DEBUG and counts it in Prometheus (`metrics.py`).
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 from .limits import Limited
@@ -32,31 +33,70 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
     strip rule and the budget left out of what the client sent or the store held (reasoning
     the client dropped and the policy never asked for is not counted: it was never looked up).
     """
-    per_message: dict[int, str] = {}
-    restored = set(rendered.restored)
-    for index in rendered.kept:
-        per_message[index] = "restored" if index in restored else "kept"
-    for name, indices in (
+    # Built with C-level passes (dict.fromkeys, map): this runs on every request, over every
+    # assistant message of the history. Later decisions override earlier ones, as listed.
+    kept, restored = rendered.kept, rendered.restored
+    if restored == kept:  # a client that drops reasoning: everything sent came from the store
+        per_message = dict.fromkeys(kept, "restored")
+        n_restored = len(per_message)
+    else:
+        per_message = dict.fromkeys(kept, "kept")
+        restored_kept = per_message.keys() & set(restored)
+        per_message.update(dict.fromkeys(restored_kept, "restored"))
+        n_restored = len(restored_kept)
+    groups = (
         ("stripped", rendered.stripped),
         ("dropped_foreign", rendered.dropped),
         ("missing", rendered.missing),
         ("over_budget", limited.over_budget),
-    ):
-        for index in indices:
-            per_message[index] = name
-    sent = sum(limited.tokens.get(i, 0) for i in rendered.kept)
-    saved = sum(limited.tokens.get(i, 0) for i in (*rendered.stripped, *limited.over_budget))
+    )
+    for name, indices in groups:
+        if indices:
+            per_message.update(dict.fromkeys(indices, name))
     counts = dict.fromkeys(DECISIONS, 0)
-    for decision in per_message.values():
-        counts[decision] += 1
+    if len(per_message) == len(kept) + sum(len(indices) for _, indices in groups):
+        # No index in two lists (nor twice in one): each list's length is its count.
+        counts["kept"], counts["restored"] = len(kept) - n_restored, n_restored
+        for name, indices in groups:
+            counts[name] = len(indices)
+    else:
+        counts.update(Counter(per_message.values()))
+    order = sorted(per_message)
+    names = _index_names(order[-1] if order else 0)
+    keys = map(names.__getitem__, order) if names else map(str, order)
+    single = [name for name, count in counts.items() if count]
+    if len(single) == 1:
+        messages = dict.fromkeys(keys, single[0])
+    else:
+        messages = dict(zip(keys, map(per_message.__getitem__, order), strict=True))
     return {
         "policy": target.policy.value,
         "dialect": target.dialect,
         "why": target.why,
-        "messages": {str(i): per_message[i] for i in sorted(per_message)},
+        "messages": messages,
         "counts": counts,
-        "reasoning_tokens": {"sent": sent, "saved": saved},
+        "reasoning_tokens": {"sent": limited.sent, "saved": limited.saved},
     }
+
+
+_MAX_NAMED = 1 << 16
+_INDEX_NAMES: list[str] = []
+"""`str(i)` for the indices seen so far: the summary's keys, made once."""
+
+
+def _index_names(top: int) -> list[str]:
+    """`[str(i) for i in range(top + 1)]` or longer; empty above `_MAX_NAMED`."""
+    global _INDEX_NAMES
+    names = _INDEX_NAMES
+    if top < len(names):
+        return names
+    if top >= _MAX_NAMED:
+        return []
+    # A new list, swapped in whole: a concurrent reader keeps a correct (shorter) one.
+    size = min(max(top + 1, 2 * len(names)), _MAX_NAMED)
+    names = [*names, *map(str, range(len(names), size))]
+    _INDEX_NAMES = names
+    return names
 
 
 def with_summary(metadata: Any, summary: dict[str, Any]) -> dict[str, Any] | None:

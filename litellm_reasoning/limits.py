@@ -7,10 +7,12 @@ loop (which Claude, DeepSeek, Kimi and Gemini require) is never touched.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Callable, Mapping, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from .dialects import Dialect
 from .policy import StripRule, TurnPolicy, leading_run_violations, over_budget
@@ -33,6 +35,127 @@ def estimate_tokens(reasoning: Reasoning) -> int:
     return math.ceil(chars / 4)
 
 
+class TokenCounts(Protocol):
+    """The estimated reasoning tokens of a rendered request's messages, by index."""
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        """One count per index (0: no reasoning)."""
+        ...
+
+    def total(self, indices: Sequence[int]) -> int:
+        """`sum(self.counts(indices))`."""
+        ...
+
+
+class CountedMapping:
+    """`TokenCounts` of `{index: reasoning}`, counted when asked."""
+
+    def __init__(self, reasoning_of: Mapping[int, Reasoning], count: TokenCounter) -> None:
+        self.reasoning_of = reasoning_of
+        self.count = count
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        get, count = self.reasoning_of.get, self.count
+        return [count(r) if (r := get(i)) is not None else 0 for i in indices]
+
+    def total(self, indices: Sequence[int]) -> int:
+        return sum(self.counts(indices))
+
+
+class TokenMemo:
+    """Token counts remembered per object that stands for one reasoning value (the callback
+    uses each message's render recipe, reused while its reasoning is the same value), so a
+    conversation's records are counted once, not on every request.
+
+    Keyed by identity and holding each object it remembers, so an id cannot be reused while
+    its count is remembered. Bounded (oldest out first): what it holds beyond the prefix cache
+    (which holds the same recipes while it remembers their conversation) stays small. Lookups
+    take no lock; writes do, and always leave the two dicts such that a remembered id names a
+    live object. Assumes the counter depends only on the record's value.
+    """
+
+    def __init__(self, count: TokenCounter = estimate_tokens, *, max_entries: int = 8192) -> None:
+        self.count = count
+        self.max_entries = max_entries
+        self._tokens: dict[int, int] = {}
+        self._held: dict[int, object] = {}
+        self._lock = threading.Lock()
+
+    def bind(
+        self,
+        keys: Sequence[object | None] | None,
+        reasoning_at: Callable[[int], Reasoning | None],
+    ) -> MemoCounts:
+        """`TokenCounts` of `reasoning_at(index)`; `keys[index]` stands for that reasoning
+        (None, or no `keys`: counted every time)."""
+        return MemoCounts(self, keys, reasoning_at)
+
+    def _remember(self, key: object, tokens: int) -> None:
+        with self._lock:
+            self._held[id(key)] = key  # held before its count is visible
+            self._tokens[id(key)] = tokens
+            if len(self._tokens) > self.max_entries:
+                # The oldest quarter at once: one scan (deleted slots make each `next(iter())`
+                # slower), and in place, so a reader never sees an id whose object is gone.
+                for oldest in list(itertools.islice(self._tokens, self.max_entries // 4 + 1)):
+                    del self._tokens[oldest]  # the count goes before the object is let go
+                    del self._held[oldest]
+
+    def __len__(self) -> int:
+        return len(self._tokens)
+
+
+class MemoCounts:
+    """`TokenCounts` through a `TokenMemo` (see `TokenMemo.bind`)."""
+
+    def __init__(
+        self,
+        memo: TokenMemo,
+        keys: Sequence[object | None] | None,
+        reasoning_at: Callable[[int], Reasoning | None],
+    ) -> None:
+        self.memo = memo
+        self.keys = keys
+        self.reasoning_at = reasoning_at
+
+    def total(self, indices: Sequence[int]) -> int:
+        # Not one optimistic `sum` that fails on a miss: in an agent loop the newest message
+        # always misses, and it comes last.
+        return sum(self.counts(indices))
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        memo, keys = self.memo, self.keys
+        if keys is None:
+            count, reasoning_at = memo.count, self.reasoning_at
+            return [count(r) if (r := reasoning_at(i)) is not None else 0 for i in indices]
+        # The lookups and the scan for what is not remembered yet run in C: in an agent loop
+        # only the newest message or two are new.
+        tokens = memo._tokens
+        counts: list[int | None] = list(map(tokens.get, map(id, map(keys.__getitem__, indices))))
+        for position in _positions(counts, None) if None in counts else ():
+            index = indices[position]
+            key = keys[index]
+            remembered = tokens.get(id(key)) if key is not None else None
+            if remembered is None:
+                reasoning = self.reasoning_at(index)
+                remembered = memo.count(reasoning) if reasoning is not None else 0
+                if key is not None and reasoning is not None:
+                    memo._remember(key, remembered)
+            counts[position] = remembered
+        return counts  # type: ignore[return-value]  # no None left
+
+
+def _positions(values: list[Any], value: Any) -> Iterator[int]:
+    """Where `value` is in `values` (scanned in C)."""
+    position = -1
+    try:
+        while True:
+            position = values.index(value, position + 1)
+            yield position
+    except ValueError:
+        return
+
+
 @dataclass(slots=True)
 class Limited:
     """What the strip rule and the budget left out, on top of the policy."""
@@ -42,7 +165,11 @@ class Limited:
     leading_run: list[int] = field(default_factory=list)
     """Indices left out so that the removed blocks stay one leading run (bound providers)."""
     tokens: dict[int, int] = field(default_factory=dict)
-    """Estimated reasoning tokens per index, for every index that had reasoning (sent or not)."""
+    """Estimated reasoning tokens per kept index, when a budget needed them (else empty)."""
+    sent: int = 0
+    """Estimated reasoning tokens sent (the kept indices, after the limits)."""
+    saved: int = 0
+    """Estimated reasoning tokens left out: stripped (policy, strip rule) and over budget."""
 
 
 def apply_limits(
@@ -50,11 +177,13 @@ def apply_limits(
     messages: Sequence[Any],
     dialect: Dialect,
     policy: TurnPolicy,
-    reasoning_of: Mapping[int, Reasoning],
+    reasoning_of: Mapping[int, Reasoning] | None = None,
     *,
     strip: StripRule = "any",
     max_tokens: int | None = None,
     count: TokenCounter = estimate_tokens,
+    counted: TokenCounts | None = None,
+    assistant: Sequence[int] | None = None,
 ) -> Limited:
     """Leave out what the budget and the strip rule require; update `rendered` in place.
 
@@ -63,13 +192,34 @@ def apply_limits(
     message before it is left out too.
 
     `reasoning_of` holds the reasoning of every kept and stripped index (what was sent, what
-    the policy removed). Indices moved out of `kept` go to `rendered.stripped` (strip rule) or
-    `Limited.over_budget` (budget).
+    the policy removed), counted with `count`; or `counted` counts them (see `TokenMemo`).
+    Only what the budget and the summary's sums need is counted. `assistant`:
+    `render.assistant_indices(messages)` when the caller has it. Indices moved out of `kept` go
+    to `rendered.stripped` (strip rule) or `Limited.over_budget` (budget).
     """
-    limited = Limited(tokens={i: count(r) for i, r in reasoning_of.items()})
-    if dialect.passthrough:
-        return limited
+    if counted is None:
+        counted = CountedMapping(reasoning_of or {}, count)
+    limited = Limited()
+    if not dialect.passthrough:
+        _limit(rendered, messages, dialect, policy, limited, counted, strip, max_tokens, assistant)
+    limited.sent = counted.total(rendered.kept)
+    limited.saved = counted.total(rendered.stripped) + counted.total(limited.over_budget)
+    return limited
+
+
+def _limit(
+    rendered: Rendered,
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    limited: Limited,
+    counted: TokenCounts,
+    strip: StripRule,
+    max_tokens: int | None,
+    assistant: Sequence[int] | None,
+) -> None:
     if max_tokens is not None:
+        limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
         droppable = (
             set()
             if policy.earlier_turns_required
@@ -80,19 +230,21 @@ def apply_limits(
     if strip == "leading_run":
         # Every message the policy does not keep may have had a block (a client that dropped
         # it sends nothing to tell): it counts as left out, as do what was stripped or cut.
+        if assistant is None:
+            assistant = [
+                index
+                for index, message in enumerate(messages)
+                if isinstance(message, dict) and message.get("role") == "assistant"
+            ]
+        turn_start = rendered.turn_start
         skipped = [
-            index
-            for index, message in enumerate(messages)
-            if isinstance(message, dict)
-            and message.get("role") == "assistant"
-            and not policy.keeps(index, message, rendered.turn_start)
+            index for index in assistant if not policy.keeps(index, messages[index], turn_start)
         ]
         left_out = [*skipped, *rendered.stripped, *limited.over_budget]
         limited.leading_run = leading_run_violations(rendered.kept, left_out)
         _leave_out(rendered, messages, dialect, limited.leading_run)
         rendered.stripped.extend(limited.leading_run)
         rendered.stripped.sort()
-    return limited
 
 
 def _leave_out(

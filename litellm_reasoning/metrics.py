@@ -67,16 +67,49 @@ def available() -> bool:
     return _counters() is not None
 
 
+_Children = tuple[Any, dict[str, Any], dict[str, Any]]
+_CHILDREN: dict[tuple[str, str], _Children] = {}
+"""(dialect, policy) -> the labelled counters it counts into (`labels()` takes a lock and
+builds a key on every call: looked up once per label set instead)."""
+_CHILDREN_OF: dict[str, Any] | None = None
+"""The counters `_CHILDREN` belongs to."""
+
+
+def _children(counters: dict[str, Any], dialect: str, policy: str) -> _Children:
+    global _CHILDREN, _CHILDREN_OF
+    if _CHILDREN_OF is not counters:
+        _CHILDREN, _CHILDREN_OF = {}, counters
+    children = _CHILDREN.get((dialect, policy))
+    if children is None:
+        children = (
+            counters["requests"].labels(dialect, policy),
+            {},
+            {},
+        )
+        _CHILDREN[(dialect, policy)] = children
+    return children
+
+
 def record(summary: Mapping[str, Any]) -> None:
-    """Count one request's decisions summary (see `decisions.summarize`)."""
+    """Count one request's decisions summary (see `decisions.summarize`): a few increments,
+    whatever the history's length."""
     counters = _counters()
     if counters is None:
         return
     dialect, policy = str(summary["dialect"]), str(summary["policy"])
-    counters["requests"].labels(dialect, policy).inc()
+    requests, by_decision, by_kind = _children(counters, dialect, policy)
+    requests.inc()
     for decision, count in summary["counts"].items():
         if count:
-            counters["messages"].labels(dialect, policy, decision).inc(count)
+            child = by_decision.get(decision)
+            if child is None:
+                child = by_decision[decision] = counters["messages"].labels(
+                    dialect, policy, decision
+                )
+            child.inc(count)
     for kind, tokens in summary["reasoning_tokens"].items():
         if tokens:
-            counters["tokens"].labels(dialect, policy, kind).inc(tokens)
+            child = by_kind.get(kind)
+            if child is None:
+                child = by_kind[kind] = counters["tokens"].labels(dialect, policy, kind)
+            child.inc(tokens)

@@ -72,8 +72,17 @@ class History:
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
         """`{index: self.key(index)}` for `indices`."""
-        keys = self.keys
-        return {i: keys[i] or self.key(i) for i in indices}
+        # In C but for the keys not made yet (an agent loop's newest messages).
+        found = list(map(self.keys.__getitem__, indices))
+        if None in found:
+            position = -1
+            try:
+                while True:
+                    position = found.index(None, position + 1)
+                    found[position] = self.key(indices[position])
+            except ValueError:  # no None left
+                pass
+        return dict(zip(indices, found, strict=True))  # type: ignore[arg-type]  # no None left
 
     def key(self, index: int) -> str:
         """The store key of the message at `index` (`identity.message_key`)."""
@@ -136,9 +145,16 @@ def _equal(message: Any, copy: Any) -> bool:
 class PrefixCache:
     """Per-scope memory of recent conversations (see the module docstring)."""
 
-    def __init__(self, *, max_bytes: int = 64 * 1024 * 1024, per_scope: int = 8) -> None:
+    def __init__(
+        self, *, max_bytes: int = 64 * 1024 * 1024, per_scope: int = 8, max_histories: int = 2048
+    ) -> None:
         self.max_bytes = max_bytes
         self.per_scope = per_scope
+        self.max_histories = max_histories
+        """A cap on conversations remembered across all scopes: the byte estimate undercounts
+        Python's per-object overhead, which dominates for many short conversations (a gateway
+        with many end users)."""
+        self._count = 0
         self._scopes: OrderedDict[str, list[History]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -270,10 +286,13 @@ class PrefixCache:
                     kept.append(earlier)
             kept.insert(0, history)
             self._bytes += history.size
+            self._count += 1
             while len(kept) > self.per_scope:
                 self._forget(kept.pop())
             self._scopes[history.scope] = kept
-            while self._bytes > self.max_bytes and self._scopes:
+            while (self._bytes > self.max_bytes or self._count > self.max_histories) and (
+                self._scopes
+            ):
                 scope, oldest = next(iter(self._scopes.items()))
                 self._forget(oldest.pop())
                 if not oldest:
@@ -281,6 +300,7 @@ class PrefixCache:
 
     def _forget(self, history: History) -> None:
         self._bytes -= history.size
+        self._count -= 1
 
     @property
     def size(self) -> int:

@@ -51,13 +51,13 @@ from .dialects.gemini import (
 )
 from .dialects.openai_responses import is_reasoning_model, with_encrypted_include
 from .extract import reasoning_from_message
-from .limits import Limited, TokenCounter, apply_limits, estimate_tokens
+from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
 from .policy import TurnPolicy, provider_manages_thinking
 from .prefix_cache import History, PrefixCache
 from .render import Rendered, plan, render
 from .stores import MemoryStore, ReasoningStore, store_from_url
 from .stream_assembly import StreamedDetails
-from .targets import RESPONSES_PREFIX, Target, parse_overrides, resolve_target
+from .targets import RESPONSES_PREFIX, Target, TargetCache, parse_overrides, resolve_target
 from .turns import TURN_KEY
 from .types import Reasoning
 
@@ -175,6 +175,8 @@ class ReasoningCallback(CustomLogger):
             raise ValueError("max_reasoning_tokens must be >= 0")
         self.max_reasoning_tokens = max_reasoning_tokens
         self._count_tokens: TokenCounter = count_reasoning_tokens or estimate_tokens
+        self._token_memo = TokenMemo(self._count_tokens)
+        self._targets = TargetCache()
         self._decisions: OrderedDict[str, dict[str, Any]] = OrderedDict()
         """Call id -> decisions summary, until LiteLLM's logging metadata for the call exists
         (`log_pre_api_call`)."""
@@ -248,19 +250,45 @@ class ReasoningCallback(CustomLogger):
     def _target(
         self, kwargs: Mapping[str, Any], messages: Sequence[Any]
     ) -> tuple[Target, str | None, str]:
-        provider, bare_model, api_base, names = _deployment(kwargs)
         optional = kwargs.get("optional_params")
         request = [kwargs, optional if isinstance(optional, dict) else {}]
         request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
+        has_tools = any(r.get("tools") for r in request)
+        preserved_thinking = provider_manages_thinking(request)
+        # Every input of `_deployment` and `resolve_target`: a deployment is resolved once
+        # (LiteLLM's provider lookup is most of a short request's fixed cost).
+        params = kwargs.get("litellm_params")
+        params = params if isinstance(params, dict) else {}
+        metadata = kwargs.get("metadata")
+        key: tuple[Any, ...] | None = (
+            kwargs.get("model"),
+            kwargs.get("api_base"),
+            params.get("api_base"),
+            kwargs.get("custom_llm_provider"),
+            params.get("custom_llm_provider"),
+            metadata.get("model_group") if isinstance(metadata, dict) else None,
+            has_tools,
+            preserved_thinking,
+            *self.overrides,
+        )
+        try:
+            resolved = self._targets.get(key)
+        except TypeError:  # an unhashable input: resolved every time
+            resolved, key = None, None
+        if resolved is not None:
+            return resolved  # type: ignore[no-any-return]
+        provider, bare_model, api_base, names = _deployment(kwargs)
         target = resolve_target(
             provider,
             bare_model,
             api_base,
-            has_tools=any(r.get("tools") for r in request),
-            preserved_thinking=provider_manages_thinking(request),
+            has_tools=has_tools,
+            preserved_thinking=preserved_thinking,
             names=names,
             overrides=self.overrides,
         )
+        if key is not None:
+            self._targets.put(key, (target, provider, bare_model))
         return target, provider, bare_model
 
     def _begin(self, request: _Request) -> None:
@@ -360,21 +388,33 @@ class ReasoningCallback(CustomLogger):
         self, request: _Request, rendered: Rendered, stored: Mapping[int, Reasoning]
     ) -> Limited:
         """The provider's strip rule and the budget, after the policy."""
-        restored = set(rendered.restored)
-        reasoning_of: dict[int, Reasoning] = {}
-        for index in (*rendered.kept, *rendered.stripped):
-            reasoning = stored.get(index) if index in restored else request.owns[index]
-            if reasoning is not None:
-                reasoning_of[index] = reasoning
+        restored_as_rendered = list(rendered.restored)  # the limits take indices out of it
+        restored: set[int] = set()
+
+        def reasoning_at(index: int) -> Reasoning | None:
+            # Asked only for what the memo does not know yet (the newest messages, or all on
+            # a cold request): the set is made on the first such call.
+            if not restored and restored_as_rendered:
+                restored.update(restored_as_rendered)
+            return stored.get(index) if index in restored else request.owns[index]
+
+        if self._token_memo.count is not self._count_tokens:
+            self._token_memo = TokenMemo(self._count_tokens)
+        history = request.history
+        # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
+        # is reused only while that reasoning is the same value): counted once per recipe.
+        counted = self._token_memo.bind(
+            history.recipes if history is not None else None, reasoning_at
+        )
         limited = apply_limits(
             rendered,
             request.messages,
             get_dialect(request.target.dialect),
             request.target.policy,
-            reasoning_of,
             strip=request.target.strip,
             max_tokens=self.max_reasoning_tokens,
-            count=self._count_tokens,
+            counted=counted,
+            assistant=history.assistant if history is not None else None,
         )
         self.stats["over_budget"] += len(limited.over_budget)
         return limited
@@ -666,11 +706,19 @@ class ReasoningCallback(CustomLogger):
         """Proxy streams: the reply is captured from the chunks before the proxy sends `[DONE]`,
         so the client's next request finds it stored, on whichever worker it lands. (Defined on
         this class itself: the proxy skips the hook when it is only inherited.)"""
-        chunks: list[Any] = []
-        async for chunk in response:
-            chunks.append(chunk)
-            yield chunk
         call_id = request_data.get("litellm_call_id") if isinstance(request_data, dict) else None
+        chunks: list[Any] = []
+        finished = False
+        try:
+            async for chunk in response:
+                chunks.append(chunk)
+                yield chunk
+            finished = True
+        finally:
+            if not finished and isinstance(call_id, str):
+                # The client went away (or the stream broke): nothing partial is stored, and a
+                # next request of the conversation need not wait for a capture that never comes.
+                self._pending.close(call_id)
         with self._lock:
             wanted = isinstance(call_id, str) and call_id in self._calls
         if not wanted or not chunks:

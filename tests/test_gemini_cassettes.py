@@ -98,7 +98,7 @@ async def send(how: str, body: Json) -> Any:
         "messages": body["messages"],
         "api_key": "replay-without-a-key",
         "api_base": script_api_base,
-        **{k: body[k] for k in ("tools", "stream") if k in body},
+        **{k: body[k] for k in ("tools", "stream", "thinking") if k in body},
     }
     stream = bool(kwargs.get("stream"))
 
@@ -210,3 +210,87 @@ async def test_call_another_model_made_gets_the_recorded_dummy(
     assert signature_of(sent_step) == signature_of(recorded_step)
     assert signature_of(sent_step) == [("call", b"context_engineering_is_the_way_to_go")]
     assert callback.stats["dummy_signatures"] == 1
+
+
+def signed_part(reply: list[Json]) -> Json:
+    """The one part of a recorded reply that carries a signature."""
+    (part,) = [p for p in reply if "thoughtSignature" in p]
+    return part
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion"])
+async def test_trailing_signature_only_part_goes_back_in_turn_not_after_it(
+    callback: ReasoningCallback, how: str
+) -> None:
+    """Gemini 3 Pro streamed an answer with no thought text and its signature alone on a
+    trailing empty-text part. A `turn: false` note keeps the turn open: the signature goes back
+    with the answer text. A new question starts a new turn: Gemini 3 (current turn only)
+    validates none of the earlier one, so no signature goes."""
+    name = "gemini_signature_only_stream"
+    plan = script(name)
+    with replay(name) as wire:
+        first = await send(how, plan["requests"][0]["body"])
+        messages = [
+            *plan["requests"][0]["body"]["messages"],
+            dropped(first),
+            plan["requests"][1]["body"]["messages"][-1],
+        ]
+        second = await send(how, {**plan["requests"][1]["body"], "messages": messages})
+        messages += [dropped(second), plan["requests"][2]["body"]["messages"][-1]]
+        await send(how, {**plan["requests"][2]["body"], "messages": messages})
+    reply = recorded_replies(name)[0]
+    signed = signed_part(reply)
+    assert signed["text"] == "" and not any(p.get("thought") for p in reply)  # as recorded
+    expected = as_bytes(signed["thoughtSignature"])
+    assert callback.stats["captured"] == 1  # only the recorded reply is signed
+
+    note_request = wire.bodies[1]
+    (turn1,) = model_parts(note_request)
+    assert "".join(p.get("text", "") for p in turn1) == "".join(p["text"] for p in reply)
+    assert signature_of(turn1) == [("text", expected)]
+    assert not any(p.get("thought") for p in turn1)
+    assert note_request["contents"][-1] == {"role": "user", "parts": [{"text": "Spell it out."}]}
+    assert "turn" not in json.dumps(note_request)
+
+    new_turn_request = wire.bodies[2]
+    assert len(model_parts(new_turn_request)) == 2
+    for parts in model_parts(new_turn_request):
+        assert signature_of(parts) == []
+        assert not any(p.get("thought") for p in parts)
+    assert new_turn_request["contents"][-1]["parts"] == [{"text": "And in 'raspberry'?"}]
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion"])
+async def test_gemini_35_new_turn_still_sends_earlier_thought_and_signature(
+    callback: ReasoningCallback, how: str
+) -> None:
+    """Gemini 3.5 Flash streamed thought parts, the answer, and its signature alone on a trailing
+    empty-text part. Gemini 3.5+ keeps earlier turns' thinking "all or none" (provider rules
+    §3 (c), model table `all_turns`): after a new user question the earlier turn still carries
+    its thought text and the signature bytes."""
+    name = "gemini_35_thoughts_stream"
+    plan = script(name)
+    with replay(name) as wire:
+        first = await send(how, plan["requests"][0]["body"])
+        messages = [
+            *plan["requests"][0]["body"]["messages"],
+            dropped(first),
+            plan["requests"][1]["body"]["messages"][-1],
+        ]
+        await send(how, {**plan["requests"][1]["body"], "messages": messages})
+    # asked for thoughts as recorded (LiteLLM drops the recorded budget on Gemini 3+ models)
+    assert wire.bodies[0]["generationConfig"]["thinkingConfig"]["includeThoughts"] is True
+    reply = recorded_replies(name)[0]
+    signed = signed_part(reply)
+    assert signed["text"] == "" and not signed.get("thought")  # as recorded
+    thought = "".join(p["text"] for p in reply if p.get("thought"))
+    answer = "".join(p["text"] for p in reply if not p.get("thought"))
+    assert thought and answer
+    assert callback.stats["captured"] == 1
+
+    new_turn_request = wire.bodies[1]
+    (turn1,) = model_parts(new_turn_request)
+    assert [p for p in turn1 if p.get("thought")] == [{"thought": True, "text": thought}]
+    assert "".join(p.get("text", "") for p in turn1 if not p.get("thought")) == answer
+    assert signature_of(turn1) == [("text", as_bytes(signed["thoughtSignature"]))]
+    assert new_turn_request["contents"][-1]["parts"] == [{"text": "Now a shorter one, please."}]

@@ -346,6 +346,19 @@ def test_bounds() -> None:
     assert len(nothing) == 0 and nothing.size == 0
 
 
+def test_many_short_conversations_are_capped_by_count() -> None:
+    """Many tenants with one short conversation each (a gateway's end users): the count cap
+    holds even while the byte estimate is far below `max_bytes`, oldest scopes out first."""
+    cache = PrefixCache(max_histories=50)
+    for n in range(500):
+        cache.remember(cache.walk(f"user={n}", [{"role": "user", "content": f"q{n}"}]))
+    assert len(cache) == 50
+    assert cache.size < cache.max_bytes
+    remembered = cache.walk("user=499", [{"role": "user", "content": "q499"}, {"role": "user"}])
+    forgotten = cache.walk("user=0", [{"role": "user", "content": "q0"}, {"role": "user"}])
+    assert remembered.reused == 1 and forgotten.reused == 0
+
+
 # ------------------------------------------------------------------ through real LiteLLM
 
 
