@@ -74,7 +74,7 @@ class TokenMemo:
     live object. Assumes the counter depends only on the record's value.
     """
 
-    def __init__(self, count: TokenCounter = estimate_tokens, *, max_entries: int = 8192) -> None:
+    def __init__(self, count: TokenCounter = estimate_tokens, *, max_entries: int = 4096) -> None:
         self.count = count
         self.max_entries = max_entries
         self._tokens: dict[int, int] = {}
