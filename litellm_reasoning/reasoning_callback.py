@@ -291,19 +291,16 @@ class ReasoningCallback(CustomLogger):
             self._targets.put(key, (target, provider, bare_model))
         return target, provider, bare_model
 
-    def _begin(self, request: _Request) -> None:
+    def _begin(self, call_id: Any, call: _Call) -> None:
         """Remember what this call's capture needs, and open it for later requests to wait on."""
-        call_id = request.kwargs.get("litellm_call_id")
         if not isinstance(call_id, str):
             return
-        scope, digest = request.scope, request.digest
-        provider, model = request.provider, request.model
         with self._lock:
-            self._calls[call_id] = _Call(scope, digest, provider, model)
+            self._calls[call_id] = call
             while len(self._calls) > self._max_tracked_calls:
                 self._calls.popitem(last=False)
         self._mark_handled(call_id)
-        self._pending.open(call_id, scope, digest)
+        self._pending.open(call_id, call.scope, call.digest)
 
     def _mark_handled(self, call_id: Any) -> None:
         """The request of `call_id` was rendered (or failed open): the body patch leaves it."""
@@ -340,21 +337,70 @@ class ReasoningCallback(CustomLogger):
         digests, empty = history.digests, identity.EMPTY_DIGEST
         keys = history.keys_for(wanted)
         before = {i: digests[i - 1] if i > 0 else empty for i in wanted}
-        request = _Request(kwargs, messages, target, provider, model, scope, keys, before, "", owns)
-        request.digest, request.history = history.digest, history
-        return request
+        return _Request(
+            kwargs,
+            messages,
+            target,
+            provider,
+            model,
+            scope,
+            keys,
+            before,
+            history.digest,
+            owns,
+            history,
+        )
 
     def _open_captures(
-        self, request: _Request, found: Mapping[str, Reasoning]
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        found: Mapping[str, Reasoning],
     ) -> list[threading.Event]:
-        """Captures still running for replies this request continues and has no record of."""
+        """Captures still running for replies this request continues and has no record of
+        (`before[i]`: the conversation state message `i` answered; absent: none to wait for)."""
         return [
             event
-            for i, key in request.keys.items()
-            if key not in found
-            for event in self._pending.pending(request.scope, request.before[i])
+            for i, key in keys.items()
+            if key not in found and i in before
+            for event in self._pending.pending(scope, before[i])
             if not event.is_set()
         ]
+
+    async def _alookup(
+        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+    ) -> dict[str, Reasoning]:
+        """The stored records of `keys`, waiting (at most `capture_wait_seconds`) for a capture
+        still running for a reply they belong to (streams and sync calls capture after the
+        caller has the reply)."""
+        if not keys:
+            return {}
+        found = await self.store.aget_many(scope, sorted(set(keys.values())))
+        deadline = time.monotonic() + self.capture_wait_seconds
+        while events := self._open_captures(scope, keys, before, found):
+            self.stats["waited"] += 1
+            if not await await_any(events, deadline):
+                break
+            missing = sorted({key for key in keys.values() if key not in found})
+            found.update(await self.store.aget_many(scope, missing))
+        return found
+
+    def _lookup(
+        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+    ) -> dict[str, Reasoning]:
+        """`_alookup` for sync calls."""
+        if not keys:
+            return {}
+        found = self.store.get_many(scope, sorted(set(keys.values())))
+        deadline = time.monotonic() + self.capture_wait_seconds
+        while events := self._open_captures(scope, keys, before, found):
+            self.stats["waited"] += 1
+            if not wait_any(events, deadline):
+                break
+            missing = sorted({key for key in keys.values() if key not in found})
+            found.update(self.store.get_many(scope, missing))
+        return found
 
     def _complete(self, request: _Request, found: Mapping[str, Reasoning]) -> Rendered:
         stored = {i: found[key] for i, key in request.keys.items() if key in found}
@@ -376,7 +422,10 @@ class ReasoningCallback(CustomLogger):
         if history is not None:
             self._histories.remember(history)
         limited = self._limit(request, rendered, stored)
-        self._begin(request)
+        self._begin(
+            request.kwargs.get("litellm_call_id"),
+            _Call(request.scope, request.digest, request.provider, request.model),
+        )
         self._finish(rendered, request.target)
         try:
             self._decide(request, summarize(rendered, request.target, limited))
@@ -398,8 +447,6 @@ class ReasoningCallback(CustomLogger):
                 restored.update(restored_as_rendered)
             return stored.get(index) if index in restored else request.owns[index]
 
-        if self._token_memo.count is not self._count_tokens:
-            self._token_memo = TokenMemo(self._count_tokens)
         history = request.history
         # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
         # is reused only while that reasoning is the same value): counted once per recipe.
@@ -473,32 +520,14 @@ class ReasoningCallback(CustomLogger):
         self, kwargs: Mapping[str, Any], messages: list[Any]
     ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
-        found: dict[str, Reasoning] = {}
-        if request.keys:
-            found = await self.store.aget_many(request.scope, list(request.keys.values()))
-            deadline = time.monotonic() + self.capture_wait_seconds
-            while events := self._open_captures(request, found):
-                self.stats["waited"] += 1
-                if not await await_any(events, deadline):
-                    break
-                missing = [k for k in request.keys.values() if k not in found]
-                found.update(await self.store.aget_many(request.scope, missing))
+        found = await self._alookup(request.scope, request.keys, request.before)
         return self._complete(request, found), request.target
 
     def _render_sync(
         self, kwargs: Mapping[str, Any], messages: list[Any]
     ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
-        found: dict[str, Reasoning] = {}
-        if request.keys:
-            found = self.store.get_many(request.scope, list(request.keys.values()))
-            deadline = time.monotonic() + self.capture_wait_seconds
-            while events := self._open_captures(request, found):
-                self.stats["waited"] += 1
-                if not wait_any(events, deadline):
-                    break
-                missing = [k for k in request.keys.values() if k not in found]
-                found.update(self.store.get_many(request.scope, missing))
+        found = self._lookup(request.scope, request.keys, request.before)
         return self._complete(request, found), request.target
 
     async def async_pre_call_deployment_hook(
@@ -859,7 +888,9 @@ class ReasoningCallback(CustomLogger):
             scope = self._scope(kwargs)
             conversation = responses_input.Conversation.of(scope, items)
             keys = responses_input.wanted(conversation, target.policy)
-            found = await self._responses_lookup(conversation, keys)
+            # A reply is filed under the state before the item it precedes (none before item 0).
+            before = {i: conversation.digests[i - 1] for i in keys if i > 0}
+            found = await self._alookup(scope, keys, before)
             stored = {i: found[key] for i, key in keys.items() if key in found}
             rendered = responses_input.render_input(
                 items, stored, store=_request_param(kwargs, "store") is not False
@@ -869,43 +900,13 @@ class ReasoningCallback(CustomLogger):
                 _ask_for_encrypted_content(kwargs, target, model)
             self.stats["restored"] += len(rendered.restored)
             self.stats["dropped"] += len(rendered.dropped)
-            if isinstance(call_id, str):
-                with self._lock:
-                    self._calls[call_id] = _Call(
-                        scope, conversation.digest, provider, model, responses_input=True
-                    )
-                    while len(self._calls) > self._max_tracked_calls:
-                        self._calls.popitem(last=False)
-                self._mark_handled(call_id)
-                self._pending.open(call_id, scope, conversation.digest)
+            self._begin(
+                call_id, _Call(scope, conversation.digest, provider, model, responses_input=True)
+            )
         except Exception as exc:
             self._fail("rendering the Responses input", exc)
             kwargs["input"] = responses_input.without_turn(items)
         return kwargs
-
-    async def _responses_lookup(
-        self, conversation: responses_input.Conversation, keys: Mapping[int, str]
-    ) -> dict[str, Reasoning]:
-        """The stored records of `keys`, waiting (at most `capture_wait_seconds`) for a capture
-        still running for the reply an anchor belongs to (sync calls capture after returning)."""
-        if not keys:
-            return {}
-        scope = conversation.scope
-        found = await self.store.aget_many(scope, sorted(set(keys.values())))
-        deadline = time.monotonic() + self.capture_wait_seconds
-        while events := [
-            event
-            for index, key in keys.items()
-            if key not in found and index > 0
-            for event in self._pending.pending(scope, conversation.digests[index - 1])
-            if not event.is_set()
-        ]:
-            self.stats["waited"] += 1
-            if not await await_any(events, deadline):
-                break
-            missing = sorted({key for key in keys.values() if key not in found})
-            found.update(await self.store.aget_many(scope, missing))
-        return found
 
     def _responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
         """The target of a native Responses call: resolved as the `responses/<model>` model of
