@@ -107,7 +107,14 @@ class Exchange:
 
     uri: str
     body: Json
-    provided: Provided
+    content_type: str
+    response: str
+    """The raw response body vcrpy answered with."""
+
+    @property
+    def provided(self) -> Provided:
+        """The response read as an OpenAI-shaped reply (only for OpenAI-shaped cassettes)."""
+        return Provided.parse(self.content_type, self.response)
 
 
 @dataclass
@@ -128,7 +135,8 @@ class Wire:
             Exchange(
                 uri=request.uri,
                 body=json.loads(raw) if raw else {},
-                provided=Provided.parse(content_type, _text(response["body"]["string"])),
+                content_type=content_type,
+                response=_text(response["body"]["string"]),
             )
         )
 

@@ -12,18 +12,15 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import litellm
 import pytest
-import vcr
 import yaml
+from cassette_utils import replay
 from clients import dropping_client
 from conftest import register
-from vcr.request import Request
 
 from litellm_reasoning import ReasoningCallback
 
@@ -34,32 +31,6 @@ Json = dict[str, Any]
 def as_bytes(signature: str) -> bytes:
     normal = signature.replace("-", "+").replace("_", "/")
     return base64.b64decode(normal + "=" * (-len(normal) % 4), validate=True)
-
-
-@dataclass
-class Wire:
-    bodies: list[Json] = field(default_factory=list)
-
-
-@contextmanager
-def replay(name: str) -> Iterator[Wire]:
-    """Play `cassettes/<name>.yaml` in order, each interaction once; all must be used."""
-    recorder = vcr.VCR(record_mode="none", match_on=["method", "path"])
-    wire = Wire()
-    with recorder.use_cassette(
-        str(CASSETTES / f"{name}.yaml"), allow_playback_repeats=False
-    ) as cassette:
-        play = cassette.play_response
-
-        def play_response(request: Request) -> Any:
-            response = play(request)
-            raw = request.body.decode() if isinstance(request.body, bytes) else request.body
-            wire.bodies.append(json.loads(raw) if raw else {})
-            return response
-
-        setattr(cassette, "play_response", play_response)  # noqa: B010
-        yield wire
-        assert cassette.all_played, f"{name}: not every recorded interaction was replayed"
 
 
 def script(name: str) -> Json:

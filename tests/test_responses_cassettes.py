@@ -18,16 +18,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import litellm
 import pytest
-import vcr
-from vcr.cassette import Cassette
-from vcr.request import Request
+from cassette_utils import replay
 
 from litellm_reasoning import ReasoningCallback
 
@@ -93,33 +89,6 @@ def completed_reasoning(name: str, j: int) -> list[Json]:
                 output: list[Json] = event["response"]["output"]
                 return [item for item in output if item.get("type") == "reasoning"]
     raise AssertionError(f"{name}: reply {j} has no response.completed event")
-
-
-@dataclass
-class Wire:
-    bodies: list[Json] = field(default_factory=list)
-
-
-@contextmanager
-def replay(name: str) -> Iterator[Wire]:
-    """Play `cassettes/<name>.yaml` in order, each interaction once; all must be used."""
-    recorder = vcr.VCR(record_mode="none", match_on=["method", "path"])
-    wire = Wire()
-    with recorder.use_cassette(
-        str(CASSETTES / f"{name}.yaml"), allow_playback_repeats=False
-    ) as cassette:
-        play = cassette.play_response
-
-        def play_response(request: Request) -> Any:
-            response = play(request)
-            raw = _text(request.body)
-            wire.bodies.append(json.loads(raw) if raw else {})
-            return response
-
-        setattr(cassette, "play_response", play_response)  # noqa: B010
-        yield wire
-        assert isinstance(cassette, Cassette)
-        assert cassette.all_played, f"{name}: not every recorded interaction was replayed"
 
 
 # ---------------------------------------------------------------- the client side
