@@ -8,6 +8,7 @@ import json
 import math
 import time
 import uuid
+from types import SimpleNamespace
 from typing import Any
 
 import litellm
@@ -39,6 +40,8 @@ def hook_kwargs(messages: list[Any], api_base: str = "http://127.0.0.1:9/v1") ->
         "api_base": api_base,
         "api_key": "k",
         "litellm_call_id": str(uuid.uuid4()),
+        # LiteLLM's per-call logging object, where the callback keeps the call's state.
+        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
         "messages": messages,
         "tools": TOOLS,
     }
@@ -61,9 +64,14 @@ async def rewrite_once(cb: ReasoningCallback, messages: list[Any]) -> tuple[floa
     start = time.perf_counter()
     out = await cb.async_pre_call_deployment_hook(kwargs, "acompletion")
     elapsed = time.perf_counter() - start
-    cb._pending.close(kwargs["litellm_call_id"])  # no reply follows: close its capture entry
+    close_capture(cb, kwargs)
     assert out is not None
     return elapsed, out["messages"]
+
+
+def close_capture(cb: ReasoningCallback, kwargs: dict[str, Any]) -> None:
+    """No reply follows: the call ends as a failed one would, closing its capture entry."""
+    cb.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
 
 
 def fresh(messages: list[Any]) -> list[Any]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import litellm
 from common import Section, fmt_ms, median, percentile, verdict
-from sec_rewrite import hook_kwargs, prime_store
+from sec_rewrite import close_capture, hook_kwargs, prime_store
 
 from litellm_reasoning import ReasoningCallback
 
@@ -167,7 +167,7 @@ def run(counts: list[int], repeat: int) -> Section:
                             start = time.perf_counter()
                             await cb.async_pre_call_deployment_hook(kwargs, "acompletion")
                             elapsed = time.perf_counter() - start
-                            cb._pending.close(kwargs["litellm_call_id"])
+                            close_capture(cb, kwargs)
                             if r < 2:
                                 # warm-up (connections opened, SQLite file created)
                                 counters[name] = _sql_statements(cb)

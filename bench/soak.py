@@ -165,10 +165,7 @@ async def soak(
                 )
                 next_sample += every
         result.held = {
-            "calls": len(callback._calls),
-            "rendered": len(callback._rendered),
-            "captured": len(callback._captured),
-            "open_captures": len(callback._pending),
+            "open_captures": callback.open_captures,
             "records": len(callback.store),  # type: ignore[arg-type]
         }
     finally:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 
 class PendingCaptures:
@@ -21,9 +22,11 @@ class PendingCaptures:
         self._by_call: dict[str, tuple[tuple[str, str], threading.Event, float]] = {}
         # Several calls can answer the same state (identical first prompts under one key).
         self._by_state: dict[tuple[str, str], list[threading.Event]] = {}
+        self._owners: dict[threading.Event, Any] = {}
+        """Event -> what the caller filed with it (the call's state)."""
         self._lock = threading.Lock()
 
-    def open(self, call_id: str, scope: str, digest: str) -> None:
+    def open(self, call_id: str, scope: str, digest: str, owner: Any = None) -> None:
         now = time.monotonic()
         event = threading.Event()
         with self._lock:
@@ -34,6 +37,8 @@ class PendingCaptures:
                 previous[1].set()
             self._by_call[call_id] = ((scope, digest), event, now)
             self._by_state.setdefault((scope, digest), []).append(event)
+            if owner is not None:
+                self._owners[event] = owner
 
     def close(self, call_id: str) -> None:
         with self._lock:
@@ -49,7 +54,13 @@ class PendingCaptures:
         with self._lock:
             return list(self._by_state.get((scope, digest), ()))
 
+    def owners(self, scope: str, digest: str) -> list[tuple[threading.Event, Any]]:
+        """`pending`, each with what was filed with it."""
+        with self._lock:
+            return [(e, self._owners.get(e)) for e in self._by_state.get((scope, digest), ())]
+
     def _forget(self, state: tuple[str, str], event: threading.Event) -> None:
+        self._owners.pop(event, None)
         events = self._by_state.get(state)
         if events is None:
             return

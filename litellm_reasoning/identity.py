@@ -5,9 +5,15 @@ role, text content and tool calls. Reasoning fields, the `turn` flag and LiteLLM
 ignored, so the same message hashes the same whether or not its reasoning is attached.
 
 Two keys, never guesses:
-* an assistant message with tool calls is keyed by its tool-call ids (random per reply) together
-  with their function names and its text, independent of the history before it, so edits to
-  earlier history (a refreshed system prompt) do not lose it;
+* an assistant message with tool calls is keyed by its tool-call ids together with their
+  function names and its text, and by its place in its turn: the user message it follows (the
+  last one before it) and how many messages after that user message it stands. Not by the rest
+  of the history, so edits to earlier history (a refreshed system prompt) do not lose it; but
+  two conversations whose providers hand out the same ids (Kimi's `functions.<name>:<idx>`, a
+  local server's `call_0`) or two steps of one turn that reuse an id never share a key. The
+  previous release keyed such messages without their place (`legacy_tool_call_key`): records
+  are also written under that key for old replicas during a rolling upgrade, marked so that
+  this release never restores them from there;
 * any other message is keyed by its place in the conversation: a chained digest of every message
   up to and including it.
 Both are hashed with the tenant scope, so one tenant's key can never name another's record.
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .extract import BLOCK_TYPES, split_tool_call_id
@@ -162,13 +168,77 @@ def _has_tool_call_ids(message: dict[str, Any]) -> bool:
     return bool(calls) and all(call_id for call_id, _ in calls)
 
 
+def _scope_part(value: Any) -> str:
+    # `%`, `|` and `=` escaped: `ns=acme|user=bob` cannot be spelled by a namespace alone.
+    # Other values are unchanged, so every scope 0.1.0 could tell apart keeps its keys.
+    text = str(value)
+    if "%" in text or "|" in text or "=" in text:
+        text = text.replace("%", "%25").replace("|", "%7C").replace("=", "%3D")
+    return text
+
+
+def scope_string(parts: Mapping[str, Any]) -> str:
+    """The tenant scope of `parts` (name -> value; empty values left out), unambiguous."""
+    return "|".join(f"{name}={_scope_part(value)}" for name, value in parts.items() if value)
+
+
+Anchor = tuple[bytes, int]
+"""Where a message stands in its turn: the canonical bytes of the last user message before it
+(empty when there is none) and how many places after that message it stands."""
+
+NO_ANCHOR: Anchor = (b"", 0)
+
+
+def anchor_of(roles_and_shapes: Sequence[tuple[Any, bytes]], index: int) -> Anchor:
+    """The anchor of position `index` in a conversation given as (role, canonical bytes)."""
+    for position in range(index - 1, -1, -1):
+        role, shape = roles_and_shapes[position]
+        if role == "user":
+            return shape, index - position
+    return b"", index + 1
+
+
 def message_key(
-    scope: str, message: dict[str, Any], digest_through_message: str, shape: bytes | None = None
+    scope: str,
+    message: dict[str, Any],
+    digest_through_message: str,
+    shape: bytes | None = None,
+    anchor: Anchor = NO_ANCHOR,
 ) -> str:
     """The store key of an assistant message (see the module docstring). `shape` is its
-    `canonical` bytes when the caller has them already."""
+    `canonical` bytes when the caller has them already; `anchor` its place in its turn."""
     if _has_tool_call_ids(message):
-        material = b"tc\x00" + scope.encode() + b"\x00" + (shape or canonical(message))
+        user, offset = anchor
+        material = b"".join(
+            (
+                b"tc2\x00",
+                scope.encode(),
+                b"\x00",
+                shape or canonical(message),
+                b"\x00",
+                str(offset).encode(),
+                b"\x00",
+                user,
+            )
+        )
     else:
         material = b"pos\x00" + scope.encode() + b"\x00" + digest_through_message.encode()
     return hashlib.blake2b(material, digest_size=20).hexdigest()
+
+
+def legacy_tool_call_key(
+    scope: str, message: dict[str, Any], shape: bytes | None = None
+) -> str | None:
+    """The key the previous release filed a tool-call message under (None: not one)."""
+    if not _has_tool_call_ids(message):
+        return None
+    material = b"tc\x00" + scope.encode() + b"\x00" + (shape or canonical(message))
+    return hashlib.blake2b(material, digest_size=20).hexdigest()
+
+
+def key_at(scope: str, messages: Sequence[Any], index: int) -> str:
+    """The store key of `messages[index]` computed from nothing (what `PrefixCache` caches)."""
+    digests, shapes = walk(messages[: index + 1])
+    roles = [m.get("role") if isinstance(m, dict) else None for m in messages[:index]]
+    anchor = anchor_of(list(zip(roles, shapes, strict=False)), index)
+    return message_key(scope, messages[index], digests[index], shapes[index], anchor)

@@ -68,6 +68,8 @@ class History:
     """Estimated bytes of each remembered message, cumulative."""
     reused: int = 0
     """How many leading messages were found equal to the earlier request's."""
+    users: list[int] = field(default_factory=list)
+    """Indices of the user messages (what tool-call keys are anchored to)."""
     _remembered: bool = field(default=False, repr=False)
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
@@ -89,10 +91,33 @@ class History:
         key = self.keys[index]
         if key is None:
             key = identity.message_key(
-                self.scope, self.messages[index], self.digests[index], self.shapes[index]
+                self.scope,
+                self.messages[index],
+                self.digests[index],
+                self.shapes[index],
+                self.anchor(index),
             )
             self.keys[index] = key
         return key
+
+    def anchor(self, index: int) -> identity.Anchor:
+        """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
+        position = bisect_left(self.users, index) - 1
+        if position < 0:
+            return b"", index + 1
+        user = self.users[position]
+        return self.shapes[user], index - user
+
+    def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, str]:
+        """The previous release's keys of the tool-call messages among `indices`."""
+        out: dict[int, str] = {}
+        for index in indices:
+            key = identity.legacy_tool_call_key(
+                self.scope, self.messages[index], self.shapes[index]
+            )
+            if key is not None:
+                out[index] = key
+        return out
 
     @property
     def digest(self) -> str:
@@ -202,6 +227,7 @@ class PrefixCache:
                 earlier.sizes[:same],
                 reused=same,
             )
+            history.users = earlier.users[: bisect_left(earlier.users, same)]
             for index in history.detailed:
                 # Reasoning holding provider dicts is read again: no object of an earlier
                 # request reaches this one's wire.
@@ -258,6 +284,8 @@ class PrefixCache:
             history.recipes.append(recipe)
             if isinstance(message, dict) and TURN_KEY in message:
                 history.flagged.append(index)
+            if isinstance(message, dict) and message.get("role") == "user":
+                history.users.append(index)
             if isinstance(message, dict) and message.get("role") == "assistant":
                 history.assistant.append(index)
                 if own is not None and any(part.details for part in own.parts):

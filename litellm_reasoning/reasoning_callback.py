@@ -19,12 +19,15 @@ and lets the request through with only `turn` removed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
+import re
 import threading
 import time
 import uuid
-from collections import Counter, OrderedDict
+import weakref
+from collections import Counter
 from collections.abc import AsyncGenerator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -35,6 +38,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from . import identity, metrics, responses_input
 from ._pending import PendingCaptures, await_any, wait_any
+from .calls import CallState, Capture, details_of, new_state, state_in, state_of
 from .decisions import summarize, with_summary
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .dialects.anthropic import (
@@ -86,20 +90,12 @@ class _Request:
     """Digest of the whole history: the state this call's reply answers."""
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
+    legacy: dict[int, str]
+    """Message index -> the previous release's key of a tool-call message (rolling upgrades)."""
+    anchor: identity.Anchor
+    """Where this call's reply will stand in its turn."""
     history: History | None = None
     """The history as hashed (kept after rendering, so the next request reuses it)."""
-
-
-@dataclass(slots=True)
-class _Call:
-    """What a call's capture needs from its request."""
-
-    scope: str
-    digest: str
-    provider: str | None
-    model: str | None
-    responses_input: bool = False
-    """A native Responses call: its reply is keyed by input items (`responses_input`)."""
 
 
 def _call_type_name(call_type: Any) -> str:
@@ -117,12 +113,23 @@ def _as_dict(obj: Any) -> dict[str, Any] | None:
 
 
 def _without_turn(messages: Sequence[Any]) -> list[Any]:
-    return [
-        {k: v for k, v in m.items() if k != TURN_KEY}
-        if isinstance(m, dict) and TURN_KEY in m
-        else m
-        for m in messages
-    ]
+    return [_message_without_turn(m) for m in messages]
+
+
+def _message_without_turn(message: Any) -> Any:
+    if isinstance(message, dict):
+        if TURN_KEY not in message:
+            return message
+        return {k: v for k, v in message.items() if k != TURN_KEY}
+    if getattr(message, TURN_KEY, None) is None and TURN_KEY not in (
+        getattr(message, "model_extra", None) or {}
+    ):
+        return message
+    # A pydantic message object (LiteLLM's `Message`) carrying `turn` as an extra field.
+    as_dict = _as_dict(message)
+    if as_dict is None:
+        return message
+    return {k: v for k, v in as_dict.items() if k != TURN_KEY}
 
 
 class ReasoningCallback(CustomLogger):
@@ -143,6 +150,13 @@ class ReasoningCallback(CustomLogger):
             turns' reasoning is left out oldest first to fit, where the provider allows it.
         count_reasoning_tokens: the estimator for that budget and for the decisions summary
             (default `limits.estimate_tokens`: characters / 4).
+        scope_from_client: honour the scope parts a client chooses itself, the end user
+            (`user`) and `metadata.reasoning_namespace`. In the proxy the virtual key and team
+            are the tenant boundary; these only separate cooperating clients of one key. False:
+            only the namespace setting, key and team scope the records.
+        legacy_keys: also file tool-call records under the keys release 0.1.0 used (a marked
+            copy this release never restores), so 0.1.0 replicas sharing a SQLite or Redis
+            store keep restoring during a rolling upgrade. Turn off once all are upgraded.
     """
 
     def __init__(
@@ -156,6 +170,8 @@ class ReasoningCallback(CustomLogger):
         max_tracked_calls: int = 10_000,
         max_reasoning_tokens: int | None = None,
         count_reasoning_tokens: TokenCounter | None = None,
+        scope_from_client: bool = True,
+        legacy_keys: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -166,6 +182,8 @@ class ReasoningCallback(CustomLogger):
             store = store_from_url(store)
         self.store: ReasoningStore = store if store is not None else MemoryStore()
         self.namespace = namespace
+        self.scope_from_client = scope_from_client
+        self.legacy_keys = legacy_keys
         self.overrides = [
             *parse_overrides(dialects, kind="dialect"),
             *parse_overrides(policies, kind="policy"),
@@ -177,21 +195,12 @@ class ReasoningCallback(CustomLogger):
         self._count_tokens: TokenCounter = count_reasoning_tokens or estimate_tokens
         self._token_memo = TokenMemo(self._count_tokens)
         self._targets = TargetCache()
-        self._decisions: OrderedDict[str, dict[str, Any]] = OrderedDict()
-        """Call id -> decisions summary, until LiteLLM's logging metadata for the call exists
-        (`log_pre_api_call`)."""
         self.stats: Counter[str] = Counter()
         """What the callback did: restored, stripped, captured, missing, waited, errors."""
         self._max_tracked_calls = max_tracked_calls
-        self._calls: OrderedDict[str, _Call] = OrderedDict()
-        self._rendered: OrderedDict[str, None] = OrderedDict()
-        self._captured: OrderedDict[str, None] = OrderedDict()
-        self._pending = PendingCaptures()
-        self._responses_items: dict[str, dict[int, dict[str, Any]]] = {}
-        """Call id -> finished output items of a Responses stream, by output index."""
-        self._body_patches: OrderedDict[str, tuple[str, list[Any]]] = OrderedDict()
-        """Call id -> (dialect, rendered messages) for async calls whose provider body is
-        patched too (Mistral: LiteLLM 1.106 drops the thinking chunk while translating)."""
+        # Per-call state lives in each call's own logging details (`calls`), never in a map
+        # keyed by the client-settable `litellm_call_id`; only open captures are indexed here.
+        self._pending = PendingCaptures(max_open=max_tracked_calls)
         self._histories = PrefixCache()
         self._lock = threading.Lock()
         self._warned: dict[str, float] = {}
@@ -200,9 +209,14 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("teaching LiteLLM's Bedrock converter redacted thinking", exc)
         try:
-            _watch_openrouter_stream_details()
+            _watch_streams()
         except Exception as exc:
-            self._fail("watching OpenRouter's streamed reasoning details", exc)
+            self._fail("watching LiteLLM's streams", exc)
+
+    @property
+    def open_captures(self) -> int:
+        """Calls whose reply is not captured yet (what a next request may wait for)."""
+        return len(self._pending)
 
     @property
     def active(self) -> bool:
@@ -239,13 +253,16 @@ class ReasoningCallback(CustomLogger):
         ):
             if isinstance(source, dict):
                 metadata.update(source)
+        client = self.scope_from_client
         parts = {
-            "ns": metadata.get("reasoning_namespace") or self.namespace,
+            "ns": (metadata.get("reasoning_namespace") if client else None) or self.namespace,
             "key": metadata.get("user_api_key_hash"),
             "team": metadata.get("user_api_key_team_id"),
-            "user": metadata.get("user_api_key_end_user_id") or kwargs.get("user"),
+            "user": (metadata.get("user_api_key_end_user_id") or kwargs.get("user"))
+            if client
+            else None,
         }
-        return "|".join(f"{name}={value}" for name, value in parts.items() if value)
+        return identity.scope_string(parts)
 
     def _target(
         self, kwargs: Mapping[str, Any], messages: Sequence[Any]
@@ -291,25 +308,18 @@ class ReasoningCallback(CustomLogger):
             self._targets.put(key, (target, provider, bare_model))
         return target, provider, bare_model
 
-    def _begin(self, call_id: Any, call: _Call) -> None:
+    def _begin(self, state: CallState, capture: Capture) -> None:
         """Remember what this call's capture needs, and open it for later requests to wait on."""
-        if not isinstance(call_id, str):
-            return
-        with self._lock:
-            self._calls[call_id] = call
-            while len(self._calls) > self._max_tracked_calls:
-                self._calls.popitem(last=False)
-        self._mark_handled(call_id)
-        self._pending.open(call_id, call.scope, call.digest)
+        state.capture = capture
+        state.handled = True
+        self._pending.open(state.id, capture.scope, capture.digest, state)
 
-    def _mark_handled(self, call_id: Any) -> None:
-        """The request of `call_id` was rendered (or failed open): the body patch leaves it."""
-        if not isinstance(call_id, str):
-            return
-        with self._lock:
-            self._rendered[call_id] = None
-            while len(self._rendered) > self._max_tracked_calls:
-                self._rendered.popitem(last=False)
+    def _start(self, details: dict[str, Any] | None) -> CallState:
+        """A new state for this attempt of a call; the attempt it replaces (a retry) is over."""
+        state, previous = new_state(details)
+        if previous is not None:
+            self._pending.close(previous.id)
+        return state
 
     def _finish(self, rendered: Rendered, target: Target) -> None:
         self.stats["restored"] += len(rendered.restored)
@@ -348,6 +358,8 @@ class ReasoningCallback(CustomLogger):
             before,
             history.digest,
             owns,
+            history.legacy_keys_for(wanted),
+            history.anchor(len(messages)),
             history,
         )
 
@@ -357,53 +369,89 @@ class ReasoningCallback(CustomLogger):
         keys: Mapping[int, str],
         before: Mapping[int, str],
         found: Mapping[str, Reasoning],
-    ) -> list[threading.Event]:
+    ) -> tuple[list[threading.Event], list[tuple[CallState, Any]]]:
         """Captures still running for replies this request continues and has no record of
-        (`before[i]`: the conversation state message `i` answered; absent: none to wait for)."""
-        return [
-            event
-            for i, key in keys.items()
-            if key not in found and i in before
-            for event in self._pending.pending(scope, before[i])
-            if not event.is_set()
-        ]
+        (`before[i]`: the conversation state message `i` answered; absent: none to wait for),
+        and the finished streams among them nobody captured yet (a client that stopped
+        reading at the finish chunk): those are captured now instead of waited for."""
+        events: list[threading.Event] = []
+        ready: list[tuple[CallState, Any]] = []
+        for i, key in keys.items():
+            if key in found or i not in before:
+                continue
+            for event, state in self._pending.owners(scope, before[i]):
+                if event.is_set():
+                    continue
+                if isinstance(state, CallState):
+                    try:
+                        assembled = self._finished_stream(state)
+                    except Exception as exc:
+                        self._fail("assembling a finished stream", exc)
+                        assembled = None
+                    if assembled is not None:
+                        ready.append((state, assembled))
+                        continue
+                events.append(event)
+        return events, ready
 
     async def _alookup(
-        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        legacy: Mapping[int, str] | None = None,
     ) -> dict[str, Reasoning]:
-        """The stored records of `keys`, waiting (at most `capture_wait_seconds`) for a capture
-        still running for a reply they belong to (streams and sync calls capture after the
-        caller has the reply)."""
+        """The stored records of `keys` (and, in the same read, of the `legacy` keys), waiting
+        (at most `capture_wait_seconds`) for a capture still running for a reply they belong
+        to (streams and sync calls capture after the caller has the reply)."""
         if not keys:
             return {}
-        found = await self.store.aget_many(scope, sorted(set(keys.values())))
+        found = await self.store.aget_many(scope, _wanted_keys(keys, legacy))
         deadline = time.monotonic() + self.capture_wait_seconds
-        while events := self._open_captures(scope, keys, before, found):
-            self.stats["waited"] += 1
-            if not await await_any(events, deadline):
+        while True:
+            events, ready = self._open_captures(scope, keys, before, found)
+            for state, assembled in ready:
+                await self._acapture(state, assembled)
+            if not events and not ready:
                 break
+            if events:
+                self.stats["waited"] += 1
+                if not await await_any(events, deadline):
+                    break
             missing = sorted({key for key in keys.values() if key not in found})
             found.update(await self.store.aget_many(scope, missing))
         return found
 
     def _lookup(
-        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        legacy: Mapping[int, str] | None = None,
     ) -> dict[str, Reasoning]:
         """`_alookup` for sync calls."""
         if not keys:
             return {}
-        found = self.store.get_many(scope, sorted(set(keys.values())))
+        found = self.store.get_many(scope, _wanted_keys(keys, legacy))
         deadline = time.monotonic() + self.capture_wait_seconds
-        while events := self._open_captures(scope, keys, before, found):
-            self.stats["waited"] += 1
-            if not wait_any(events, deadline):
+        while True:
+            events, ready = self._open_captures(scope, keys, before, found)
+            for state, assembled in ready:
+                self._capture(state, assembled)
+            if not events and not ready:
                 break
+            if events:
+                self.stats["waited"] += 1
+                if not wait_any(events, deadline):
+                    break
             missing = sorted({key for key in keys.values() if key not in found})
             found.update(self.store.get_many(scope, missing))
         return found
 
-    def _complete(self, request: _Request, found: Mapping[str, Reasoning]) -> Rendered:
-        stored = {i: found[key] for i, key in request.keys.items() if key in found}
+    def _complete(
+        self, request: _Request, found: Mapping[str, Reasoning], state: CallState
+    ) -> Rendered:
+        stored = _stored_records(request.keys, request.legacy, found)
         dialect = get_dialect(request.target.dialect)
         history = request.history
         rendered = render(
@@ -423,12 +471,19 @@ class ReasoningCallback(CustomLogger):
             self._histories.remember(history)
         limited = self._limit(request, rendered, stored)
         self._begin(
-            request.kwargs.get("litellm_call_id"),
-            _Call(request.scope, request.digest, request.provider, request.model),
+            state,
+            Capture(
+                request.scope,
+                request.digest,
+                request.provider,
+                request.model,
+                anchor=request.anchor,
+                bridged=request.target.dialect == "openai_responses",
+            ),
         )
         self._finish(rendered, request.target)
         try:
-            self._decide(request, summarize(rendered, request.target, limited))
+            self._decide(request, summarize(rendered, request.target, limited), state)
         except Exception as exc:  # reporting never undoes the rendering
             self._fail("reporting the request's decisions", exc)
         return rendered
@@ -466,7 +521,7 @@ class ReasoningCallback(CustomLogger):
         self.stats["over_budget"] += len(limited.over_budget)
         return limited
 
-    def _decide(self, request: _Request, summary: dict[str, Any]) -> None:
+    def _decide(self, request: _Request, summary: dict[str, Any], state: CallState) -> None:
         """Make one request's decisions visible: Prometheus, one DEBUG line, and LiteLLM's
         logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
         metrics.record(summary)
@@ -480,18 +535,13 @@ class ReasoningCallback(CustomLogger):
             # Sync path: `kwargs` is LiteLLM's logging state itself.
             _attach_summary(params, summary)
             return
-        call_id = kwargs.get("litellm_call_id")
-        if isinstance(call_id, str):
-            with self._lock:
-                self._decisions[call_id] = summary
-                while len(self._decisions) > self._max_tracked_calls:
-                    self._decisions.popitem(last=False)
+        state.summary = summary
 
-    def _attach_decisions(self, kwargs: Any) -> None:
+    @staticmethod
+    def _attach_decisions(kwargs: Any, state: CallState) -> None:
         """Async paths: put the rendered call's summary on LiteLLM's logging metadata, which
         exists by `log_pre_api_call` (the deployment hook's `metadata` is not that dict)."""
-        with self._lock:
-            summary = self._decisions.pop(kwargs.get("litellm_call_id"), None)
+        summary, state.summary = state.summary, None
         params = kwargs.get("litellm_params")
         if summary is not None and isinstance(params, dict):
             _attach_summary(params, summary)
@@ -517,18 +567,18 @@ class ReasoningCallback(CustomLogger):
             )
 
     async def _arender(
-        self, kwargs: Mapping[str, Any], messages: list[Any]
+        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
-        found = await self._alookup(request.scope, request.keys, request.before)
-        return self._complete(request, found), request.target
+        found = await self._alookup(request.scope, request.keys, request.before, request.legacy)
+        return self._complete(request, found, state), request.target
 
     def _render_sync(
-        self, kwargs: Mapping[str, Any], messages: list[Any]
+        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> tuple[Rendered, Target]:
         request = self._prepare(kwargs, messages)
-        found = self._lookup(request.scope, request.keys, request.before)
-        return self._complete(request, found), request.target
+        found = self._lookup(request.scope, request.keys, request.before, request.legacy)
+        return self._complete(request, found, state), request.target
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any
@@ -542,17 +592,14 @@ class ReasoningCallback(CustomLogger):
             return None
         if not self.active:
             return None
+        state = self._start(details_of(kwargs))
         try:
-            rendered, target = await self._arender(kwargs, messages)
+            rendered, target = await self._arender(kwargs, messages, state)
             kwargs["messages"] = rendered.messages
             if target.dialect == "openai_responses":
                 _ask_for_encrypted_content(kwargs, target)
-            call_id = kwargs.get("litellm_call_id")
-            if getattr(get_dialect(target.dialect), "patch_body", False) and call_id:
-                with self._lock:
-                    self._body_patches[call_id] = (target.dialect, rendered.messages)
-                    while len(self._body_patches) > self._max_tracked_calls:
-                        self._body_patches.popitem(last=False)
+            if getattr(get_dialect(target.dialect), "patch_body", False):
+                state.body_patch = (target.dialect, rendered.messages)
             if self._claude_without_thinking(target, [kwargs], rendered.messages):
                 # LiteLLM's `modify_params` behaviour, for this call only.
                 kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
@@ -560,20 +607,21 @@ class ReasoningCallback(CustomLogger):
                     kwargs.pop(name, None)
         except Exception as exc:
             self._fail("rendering the request", exc)
-            self._mark_handled(kwargs.get("litellm_call_id"))
+            state.handled = True
             kwargs["messages"] = _without_turn(messages)
         return kwargs
 
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
         """Sync calls (and positional-`messages` async calls): rewrite the provider body."""
         try:
-            call_id = kwargs.get("litellm_call_id")
-            with self._lock:
-                handled = call_id in self._rendered
-                patch = self._body_patches.pop(call_id, None) if handled else None
+            state = state_in(kwargs)
+            handled = state is not None and state.handled
+            patch = None
+            if state is not None and handled:
+                patch, state.body_patch = state.body_patch, None
             body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
-            if handled:
-                self._attach_decisions(kwargs)
+            if state is not None and handled:
+                self._attach_decisions(kwargs, state)
                 if patch is not None and isinstance(body, dict):
                     # Rendered already; put what LiteLLM's translation lost back on the body.
                     body["messages"] = _patch_assistants(
@@ -587,11 +635,11 @@ class ReasoningCallback(CustomLogger):
                 return
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
                 return
-            wire = body["messages"]
+            wire = body["messages"] = _without_turn(body["messages"])
             try:
                 if not isinstance(messages, list):
                     raise TypeError("no messages to render")
-                rendered, target = self._render_sync(kwargs, messages)
+                rendered, target = self._render_sync(kwargs, messages, self._start(kwargs))
             except Exception as exc:
                 self._fail("rendering the request", exc)
                 body["messages"] = _without_turn(wire)
@@ -627,7 +675,7 @@ class ReasoningCallback(CustomLogger):
         try:
             if not isinstance(messages, list):
                 raise TypeError("no messages to render")
-            rendered, target = self._render_sync(kwargs, messages)
+            rendered, target = self._render_sync(kwargs, messages, self._start(kwargs))
         except Exception as exc:
             self._fail("rendering the request", exc)
             return
@@ -735,7 +783,7 @@ class ReasoningCallback(CustomLogger):
         """Proxy streams: the reply is captured from the chunks before the proxy sends `[DONE]`,
         so the client's next request finds it stored, on whichever worker it lands. (Defined on
         this class itself: the proxy skips the hook when it is only inherited.)"""
-        call_id = request_data.get("litellm_call_id") if isinstance(request_data, dict) else None
+        state = state_of(request_data)
         chunks: list[Any] = []
         finished = False
         try:
@@ -744,65 +792,82 @@ class ReasoningCallback(CustomLogger):
                 yield chunk
             finished = True
         finally:
-            if not finished and isinstance(call_id, str):
-                # The client went away (or the stream broke): nothing partial is stored, and a
-                # next request of the conversation need not wait for a capture that never comes.
-                self._pending.close(call_id)
-        with self._lock:
-            wanted = isinstance(call_id, str) and call_id in self._calls
-        if not wanted or not chunks:
+            if not finished and state is not None:
+                # The client went away (or the stream broke): nothing partial is stored (also
+                # not from LiteLLM's success event for the cut stream), and a next request of
+                # the conversation need not wait for a capture that never comes.
+                state.claim()
+                self._pending.close(state.id)
+        if state is None or state.capture is None or not chunks:
+            return
+        if not any(map(_finishes, chunks)):
+            # Ended without the provider's finish: a cut stream is not a reply to keep.
+            state.claim()
+            self._pending.close(state.id)
             return
         try:
             assembled = litellm.stream_chunk_builder(chunks=chunks)
         except Exception as exc:
             self._fail("assembling a proxy stream", exc)
             return
-        await self._acapture(call_id, assembled)
+        await self._acapture(state, assembled)
 
     # ------------------------------------------------------------------ capture side
 
-    def _claim(self, call_id: Any) -> _Call | None:
-        """The call whose reply is captured now, exactly once (None: not ours, or done)."""
-        if not isinstance(call_id, str):
+    def _finished_stream(self, state: CallState) -> Any:
+        """The assembled reply of a stream whose provider finished, when its capture was not
+        made yet (a client that stopped reading at the finish chunk); None otherwise."""
+        wrapper = state.stream() if state.stream is not None else None
+        if wrapper is None or state.captured or not _stream_finished(wrapper):
             return None
-        with self._lock:
-            call = self._calls.get(call_id)
-            if call is None or call_id in self._captured:
-                return None
-            self._captured[call_id] = None
-            while len(self._captured) > self._max_tracked_calls:
-                self._captured.popitem(last=False)
-        return call
+        return litellm.stream_chunk_builder(chunks=list(getattr(wrapper, "chunks", None) or ()))
 
-    def _capture(self, call_id: Any, response: Any) -> None:
-        call = self._claim(call_id)
-        if call is None:
+    def _capturable(self, state: CallState, response: Any) -> bool:
+        if _may_capture(state, response):
+            return True
+        state.claim()  # a stream cut before its finish: never kept, and nothing to wait for
+        self._pending.close(state.id)
+        return False
+
+    def _records_of(self, state: CallState, response: Any) -> tuple[Capture, dict[str, Reasoning]]:
+        capture = state.claim()
+        if capture is None:
+            return Capture("", "", None, None), {}
+        try:
+            return capture, self._records(capture, response, state.streamed_details)
+        except Exception as exc:
+            self._fail("capturing the reply's reasoning", exc)
+            return capture, {}
+
+    def _capture(self, state: CallState | None, response: Any) -> None:
+        if state is None or not self._capturable(state, response):
             return
         try:
-            records = self._records(call, response)
+            capture, records = self._records_of(state, response)
             if records:
-                self.store.put_many(call.scope, records)
-                self.stats["captured"] += len(records)
+                self.store.put_many(capture.scope, records)
+                self.stats["captured"] += _primary(records)
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
         finally:
-            self._pending.close(call_id)
+            self._pending.close(state.id)
 
-    async def _acapture(self, call_id: Any, response: Any) -> None:
-        call = self._claim(call_id)
-        if call is None:
+    async def _acapture(self, state: CallState | None, response: Any) -> None:
+        if state is None or not self._capturable(state, response):
             return
         try:
-            records = self._records(call, response)
+            capture, records = self._records_of(state, response)
             if records:
-                await self.store.aput_many(call.scope, records)
-                self.stats["captured"] += len(records)
+                await self.store.aput_many(capture.scope, records)
+                self.stats["captured"] += _primary(records)
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
         finally:
-            self._pending.close(call_id)
+            self._pending.close(state.id)
 
-    def _records(self, call: _Call, response: Any) -> dict[str, Reasoning]:
+    def _records(
+        self, call: Capture, response: Any, streamed: StreamedDetails | None = None
+    ) -> dict[str, Reasoning]:
         output = _responses_output(response)
         if output is None and call.responses_input:
             # LiteLLM's bridge rendered through the Responses hook (sync calls): its chat reply.
@@ -816,9 +881,11 @@ class ReasoningCallback(CustomLogger):
             message = _as_dict(getattr(choice, "message", None))
             if message is None:
                 continue
-            if call.provider == "openrouter":
-                _add_streamed_details(message, getattr(response, "id", None), choice, number)
+            if streamed is not None:
+                _add_streamed_details(message, streamed, choice, number)
             reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
+            if reasoning is not None:
+                reasoning = _sendable(reasoning)
             if reasoning is None or reasoning.is_empty:
                 continue
             if reasoning.text == _REDACTED:
@@ -829,33 +896,39 @@ class ReasoningCallback(CustomLogger):
                 continue
             message.setdefault("role", "assistant")
             digest = identity.extend_digest(call.digest, message)
-            records[identity.message_key(call.scope, message, digest)] = reasoning
+            records[identity.message_key(call.scope, message, digest, anchor=call.anchor)] = (
+                reasoning
+            )
+            legacy = (
+                identity.legacy_tool_call_key(call.scope, message)
+                if self.legacy_keys and self.store.persistent
+                else None
+            )
+            if legacy is not None:  # for replicas still on the previous release
+                records[legacy] = dataclasses.replace(reasoning, superseded=True)
         return records
 
     async def async_post_call_success_deployment_hook(
         self, request_data: dict[str, Any], response: Any, call_type: Any
     ) -> Any:
+        state = state_of(request_data)
         if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
-            await self._acapture(request_data.get("litellm_call_id"), response)
+            await self._acapture(state, response)
         elif _call_type_name(call_type) in _RESPONSES_CALL_TYPES:
-            call_id = request_data.get("litellm_call_id")
-            with self._lock:
-                call = self._calls.get(call_id) if isinstance(call_id, str) else None
-            if call is not None and call.responses_input and _responses_output(response):
-                await self._acapture(call_id, response)
+            capture = state.capture if state is not None else None
+            if capture is not None and capture.responses_input and _responses_output(response):
+                await self._acapture(state, response)
         return None
 
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        if isinstance(kwargs, dict):
-            await self._acapture(kwargs.get("litellm_call_id"), response_obj)
+        await self._acapture(state_in(kwargs), response_obj)
 
     def log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        if isinstance(kwargs, dict):
-            self._capture(kwargs.get("litellm_call_id"), response_obj)
+        self._capture(state_in(kwargs), response_obj)
 
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
@@ -865,8 +938,9 @@ class ReasoningCallback(CustomLogger):
     def log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        if isinstance(kwargs, dict) and isinstance(kwargs.get("litellm_call_id"), str):
-            self._pending.close(kwargs["litellm_call_id"])
+        state = state_in(kwargs)
+        if state is not None:
+            self._pending.close(state.id)
 
     # ------------------------------------------------------------------ OpenAI Responses API
 
@@ -877,14 +951,19 @@ class ReasoningCallback(CustomLogger):
         items = kwargs.get("input")
         if not isinstance(items, list) or not self.active:
             return None
-        call_id = kwargs.get("litellm_call_id")
+        details = details_of(kwargs)
         try:
-            with self._lock:
-                bridged = isinstance(call_id, str) and call_id in self._calls
+            previous = state_in(details)
+            bridged = (
+                previous is not None
+                and previous.capture is not None
+                and not (previous.capture.responses_input)
+            )
             target, provider, model = self._responses_target(kwargs)
             if bridged or target.dialect != "openai_responses":
                 kwargs["input"] = responses_input.without_turn(items)
                 return kwargs
+            state = self._start(details)
             scope = self._scope(kwargs)
             conversation = responses_input.Conversation.of(scope, items)
             keys = responses_input.wanted(conversation, target.policy)
@@ -901,7 +980,8 @@ class ReasoningCallback(CustomLogger):
             self.stats["restored"] += len(rendered.restored)
             self.stats["dropped"] += len(rendered.dropped)
             self._begin(
-                call_id, _Call(scope, conversation.digest, provider, model, responses_input=True)
+                state,
+                Capture(scope, conversation.digest, provider, model, responses_input=True),
             )
         except Exception as exc:
             self._fail("rendering the Responses input", exc)
@@ -918,7 +998,9 @@ class ReasoningCallback(CustomLogger):
         )
         return target, provider, bare
 
-    def _responses_records(self, call: _Call, output: list[dict[str, Any]]) -> dict[str, Reasoning]:
+    def _responses_records(
+        self, call: Capture, output: list[dict[str, Any]]
+    ) -> dict[str, Reasoning]:
         if call.responses_input:
             conversation = responses_input.Conversation(call.scope, [], digest=call.digest)
             return responses_input.records(
@@ -931,34 +1013,38 @@ class ReasoningCallback(CustomLogger):
     async def async_post_call_streaming_deployment_hook(
         self, request_data: dict[str, Any], response_chunk: Any, call_type: Any
     ) -> Any:
-        """Responses streams (native and the chat bridge): each finished output item is kept
-        from `response.output_item.done` (the complete `encrypted_content`, the copy clients
-        send back), and the reply is captured at `response.completed`, before the caller has
-        the last event."""
+        """Streams, as each chunk passes (before the caller has it). Chat streams: at the
+        provider's finish chunk the reply is captured, so a client that stops reading there (a
+        common `break`) still has it kept. Responses streams (native and the chat bridge):
+        each finished output item is kept from `response.output_item.done` (the complete
+        `encrypted_content`, the copy clients send back), and the reply is captured at
+        `response.completed`, before the caller has the last event."""
         try:
+            state = state_of(request_data)
+            if state is None or state.capture is None:
+                return None
             kind = _call_type_name(getattr(response_chunk, "type", None))
             if kind not in ("response.output_item.done", "response.completed"):
+                if getattr(response_chunk, "choices", None) is not None and not (
+                    state.capture.bridged
+                ):
+                    assembled = self._finished_stream(state)
+                    if assembled is not None:
+                        await self._acapture(state, assembled)
                 return None
-            params = request_data.get("litellm_params") if isinstance(request_data, dict) else None
-            call_id = (params if isinstance(params, dict) else {}).get("litellm_call_id")
-            with self._lock:
-                if not isinstance(call_id, str) or call_id not in self._calls:
-                    return None
-                done = self._responses_items.setdefault(call_id, {})
-                while len(self._responses_items) > self._max_tracked_calls:  # abandoned streams
-                    del self._responses_items[next(iter(self._responses_items))]
-                if kind == "response.output_item.done":
-                    item = _as_dict(getattr(response_chunk, "item", None))
-                    index = getattr(response_chunk, "output_index", None)
-                    if item is not None:
-                        done[index if isinstance(index, int) else len(done)] = item
-                    return None
-                self._responses_items.pop(call_id, None)
+            if kind == "response.output_item.done":
+                item = _as_dict(getattr(response_chunk, "item", None))
+                index = getattr(response_chunk, "output_index", None)
+                if item is not None:
+                    done = state.responses_items
+                    done[index if isinstance(index, int) else len(done)] = item
+                return None
+            done, state.responses_items = state.responses_items, {}
             output = _responses_output(getattr(response_chunk, "response", None)) or []
             output = [done.get(i, item) for i, item in enumerate(output)]
-            await self._acapture(call_id, _Output(output))
+            await self._acapture(state, _Output(output))
         except Exception as exc:
-            self._fail("capturing a Responses stream", exc)
+            self._fail("capturing a stream", exc)
         return None
 
 
@@ -1012,34 +1098,59 @@ def _send_bedrock_redacted_thinking() -> None:
         logger.debug("litellm-reasoning: LiteLLM's Bedrock converter now sends redacted_thinking")
 
 
-_OPENROUTER_WATCH_LOCK = threading.Lock()
-_OPENROUTER_STREAMS = StreamedDetails()
+_STREAM_WATCH_LOCK = threading.Lock()
 
 
-def _watch_openrouter_stream_details() -> None:
-    """Feed every streamed OpenRouter chunk's raw `reasoning_details` to `_OPENROUTER_STREAMS`.
+def _watch_streams() -> None:
+    """Tie each LiteLLM stream to its call's state (once per process).
 
-    LiteLLM (1.106.12 and 1.110.2) keeps them on the chunks it yields, but drops the chunk that
-    carries only a Claude signature and loses them all when it assembles the stream, so they
-    are read where OpenRouter's chunks are parsed, before either happens (wrapped once).
+    Two things are read from the stream itself, per call and never from a process-wide table:
+    whether the provider finished it (a stream cut before its finish is never stored, and one a
+    client stopped reading at its finish chunk is still captured), and OpenRouter's raw
+    `reasoning_details`, which LiteLLM (1.106.12 and 1.110.2) keeps on the chunks it yields but
+    drops from the chunk carrying only a Claude signature and from the assembled stream, so they
+    are read where OpenRouter's chunks are parsed.
     """
+    from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
     from litellm.llms.openrouter.chat import transformation
 
     handler = transformation.OpenRouterChatCompletionStreamingHandler
-    with _OPENROUTER_WATCH_LOCK:
+    with _STREAM_WATCH_LOCK:
+        init = CustomStreamWrapper.__init__
+        if not getattr(init, "_litellm_reasoning", False):
+
+            def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+                init(self, *args, **kwargs)
+                with contextlib.suppress(Exception):  # watching must never break the stream
+                    logging_obj = getattr(self, "logging_obj", None)
+                    state = state_in(getattr(logging_obj, "model_call_details", None))
+                    # The first wrapper is the provider's stream; a Router may wrap it again.
+                    if state is not None and (state.stream is None or state.stream() is None):
+                        state.stream = weakref.ref(self)
+                        stream = getattr(self, "completion_stream", None)
+                        if isinstance(stream, handler):
+                            state.streamed_details = StreamedDetails()
+                            stream._litellm_reasoning_state = state
+
+            __init__._litellm_reasoning = True  # type: ignore[attr-defined]
+            CustomStreamWrapper.__init__ = __init__
+
         parse = handler.chunk_parser
         if getattr(parse, "_litellm_reasoning", False):
             return
 
         def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
             with contextlib.suppress(Exception):  # watching must never break the stream
-                for choice in chunk.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    _OPENROUTER_STREAMS.feed(
-                        (chunk.get("id"), choice.get("index", 0)),
-                        delta.get("reasoning_details"),
-                        finished=choice.get("finish_reason") is not None,
-                    )
+                state = getattr(self, "_litellm_reasoning_state", None)
+                details = state.streamed_details if isinstance(state, CallState) else None
+                if details is not None:
+                    for choice in chunk.get("choices") or ():
+                        delta = choice.get("delta") or {}
+                        details.feed(
+                            choice.get("index", 0),
+                            delta.get("reasoning_details"),
+                            finished=choice.get("finish_reason") is not None,
+                        )
             return parse(self, chunk)
 
         chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
@@ -1047,7 +1158,7 @@ def _watch_openrouter_stream_details() -> None:
 
 
 def _add_streamed_details(
-    message: dict[str, Any], response_id: Any, choice: Any, number: int
+    message: dict[str, Any], streamed: StreamedDetails, choice: Any, number: int
 ) -> None:
     """A streamed OpenRouter reply: put its merged `reasoning_details` on `message` (only when
     complete; LiteLLM's assembled message has none)."""
@@ -1055,9 +1166,85 @@ def _add_streamed_details(
     if message.get("reasoning_details") or (isinstance(psf, dict) and psf.get("reasoning_details")):
         return
     index = getattr(choice, "index", None)
-    details = _OPENROUTER_STREAMS.take((response_id, index if isinstance(index, int) else number))
+    details = streamed.take(index if isinstance(index, int) else number)
     if details:
         message["reasoning_details"] = details
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _sendable(reasoning: Reasoning) -> Reasoning | None:
+    """`reasoning` as it can go back on the wire. A lone UTF-16 surrogate (an emoji LiteLLM
+    split across two stream chunks) is valid JSON but no HTTP client can send it: in plain
+    text it becomes U+FFFD; signed text cannot change, so such a record is not kept."""
+    if not any(_LONE_SURROGATE.search(part.text) for part in reasoning.parts):
+        return reasoning
+    if any(part.signature for part in reasoning.parts if _LONE_SURROGATE.search(part.text)):
+        logger.warning(
+            "litellm-reasoning: a signed reasoning block holds a broken character (a lone "
+            "surrogate); it cannot be sent back and is not kept"
+        )
+        return None
+    parts = tuple(
+        dataclasses.replace(part, text=_LONE_SURROGATE.sub("\ufffd", part.text))
+        for part in reasoning.parts
+    )
+    return dataclasses.replace(reasoning, parts=parts)
+
+
+def _wanted_keys(keys: Mapping[int, str], legacy: Mapping[int, str] | None) -> list[str]:
+    return sorted({*keys.values(), *(legacy.values() if legacy else ())})
+
+
+def _stored_records(
+    keys: Mapping[int, str], legacy: Mapping[int, str], found: Mapping[str, Reasoning]
+) -> dict[int, Reasoning]:
+    """Message index -> its record: under its own key, else one the previous release wrote
+    under its legacy key (never this release's superseded copy there)."""
+    stored = {i: found[key] for i, key in keys.items() if key in found}
+    for i, key in legacy.items():
+        record = found.get(key)
+        if i not in stored and record is not None and not record.superseded:
+            stored[i] = record
+    return stored
+
+
+def _primary(records: Mapping[str, Reasoning]) -> int:
+    return sum(not record.superseded for record in records.values())
+
+
+def _finishes(chunk: Any) -> bool:
+    """A stream chunk carrying the provider's finish."""
+    return any(
+        getattr(choice, "finish_reason", None) is not None
+        for choice in getattr(chunk, "choices", None) or ()
+    )
+
+
+def _stream_finished(wrapper: Any) -> bool:
+    """The provider sent its finish on this LiteLLM stream (each provider path of LiteLLM's
+    stream wrapper records it in one of these)."""
+    for name in (
+        "received_finish_reason",
+        "intermittent_finish_reason",
+        "received_any_finish_reason",
+    ):
+        if getattr(wrapper, name, None):
+            return True
+    return any(map(_finishes, getattr(wrapper, "chunks", None) or ()))
+
+
+def _may_capture(state: CallState, response: Any) -> bool:
+    """A streamed reply is kept only when its provider finished it; a stream LiteLLM no
+    longer holds cannot be asked (kept, as before the stream was watched)."""
+    capture = state.capture
+    if capture is None or capture.responses_input or capture.bridged:
+        return True  # Responses replies are complete at `response.completed`
+    if _responses_output(response) is not None:
+        return True
+    wrapper = state.stream() if state.stream is not None else None
+    return wrapper is None or _stream_finished(wrapper)
 
 
 def _patch_assistants(wire: Any, rendered: Sequence[Any], dialect: Any) -> list[Any]:

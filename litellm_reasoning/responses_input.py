@@ -127,7 +127,10 @@ class Conversation:
 
 def anchor_key(scope: str, item: Any, digest_through_item: str) -> str:
     """The store key of the reasoning that preceded anchor `item`."""
-    return identity.message_key(scope, as_message(item), digest_through_item)
+    # Responses call ids are random per reply: the tool-call key of release 0.1.0 is kept.
+    message = as_message(item)
+    legacy = identity.legacy_tool_call_key(scope, message)
+    return legacy or identity.message_key(scope, message, digest_through_item)
 
 
 def turn_start(items: Sequence[Any]) -> int:

@@ -42,6 +42,13 @@ class Settings(BaseModel):
         default=None, ge=0, description="cap on the reasoning tokens one request carries"
     )
     log_level: str = "WARNING"
+    scope_from_client: bool = Field(
+        default=True,
+        description="honour the client-chosen end user and reasoning_namespace as scope parts",
+    )
+    legacy_keys: bool = Field(
+        default=True, description="also file tool-call records under the 0.1.0 keys"
+    )
 
     @field_validator("log_level")
     @classmethod
@@ -106,4 +113,6 @@ def callback_from_environment() -> ReasoningCallback:
         policies={pattern: policy.value for pattern, policy in settings.policies.items()},
         capture_wait_seconds=settings.capture_wait_seconds,
         max_reasoning_tokens=settings.max_reasoning_tokens,
+        scope_from_client=settings.scope_from_client,
+        legacy_keys=settings.legacy_keys,
     )

@@ -73,6 +73,9 @@ class Reasoning:
     """LiteLLM provider that produced it (`deepseek`, `anthropic` …); None if the client sent it."""
     model: str | None = None
     """Model that produced it, as the deployment named it."""
+    superseded: bool = False
+    """A copy kept under the previous release's key for its replicas during a rolling upgrade
+    (`identity.legacy_tool_call_key`); this release never restores one."""
 
     @property
     def text(self) -> str:
@@ -84,12 +87,15 @@ class Reasoning:
         return not any(part.text or part.is_opaque for part in self.parts)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "v": SCHEMA_VERSION,
             "parts": [part.to_json() for part in self.parts],
             "provider": self.provider,
             "model": self.model,
         }
+        if self.superseded:
+            out["superseded"] = True  # ignored by 0.1.0, which reads the rest as before
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Reasoning:
@@ -99,6 +105,7 @@ class Reasoning:
             parts=tuple(ReasoningPart.from_json(part) for part in raw.get("parts", ())),
             provider=raw.get("provider"),
             model=raw.get("model"),
+            superseded=raw.get("superseded") is True,
         )
 
     @classmethod

@@ -193,3 +193,61 @@ def test_concurrent_end_users_on_one_model_group(proxy: Proxy, upstream: ByConte
         leaked = [r for r in every_reasoning - {mine} if r in repr(body)]
         assert not leaked, (name, leaked)
     assert not wrong, f"step 2 did not carry its own step-1 reasoning: {wrong}\n{proxy.log_tail()}"
+
+
+def test_a_client_chosen_call_id_neither_crosses_end_users_nor_loses_captures(
+    proxy: Proxy, upstream: ByContent
+) -> None:
+    """Every request sends the same `x-litellm-call-id` (a client reusing its trace id), two end
+    users at once with the same tool-call id, each with two conversations one after the other:
+    every step-2 request carries exactly its own conversation's step-1 reasoning."""
+    headers = {"x-litellm-call-id": "client-chosen-trace-id"}
+
+    def run(user: str) -> list[tuple[str, Any]]:
+        out = []
+        with openai.OpenAI(
+            base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+        ) as client:
+            for number in range(2):
+                prompt = f"Weather in Oslo? ({user}, trace task {number})"
+                mine = f"trace reasoning of {user} #{number}: {uuid.uuid4().hex}"
+                upstream.by_content[(prompt, 1)] = tool_reply(mine, "call_trace", "Oslo")
+                upstream.by_content[(prompt, 2)] = text_reply("answer", "Cold.")
+                history: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+                stream = number == 1
+                first = chat(
+                    client,
+                    SHARED,
+                    history,
+                    stream=stream,
+                    tools=TOOLS,
+                    user=user,
+                    extra_headers=headers,
+                )
+                assert first.reasoning_content == mine
+                history += [
+                    first.as_history(),
+                    {"role": "tool", "tool_call_id": "call_trace", "content": "Cold"},
+                ]
+                chat(
+                    client,
+                    SHARED,
+                    history,
+                    stream=stream,
+                    tools=TOOLS,
+                    user=user,
+                    extra_headers=headers,
+                )
+                (body,) = [
+                    b
+                    for b in upstream.bodies(upstream_model(SHARED))
+                    if upstream.conversation(b) == (prompt, 2)
+                ]
+                (assistant,) = assistant_messages(body)
+                out.append((mine, assistant.get("reasoning_content")))
+        return out
+
+    with ThreadPoolExecutor(2) as pool:
+        results = [r for f in [pool.submit(run, u) for u in ("eve", "fay")] for r in f.result()]
+    wrong = [(mine, sent) for mine, sent in results if sent != mine]
+    assert not wrong, f"{wrong}\n{proxy.log_tail()}"

@@ -85,8 +85,9 @@ def test_short_soak_isolated_and_bounded() -> None:
         f"{result.samples[0].rss_mb:.0f} -> {result.samples[-1].rss_mb:.0f} MB, held {result.held}"
     )
     assert result.conversations >= 150 and not result.mismatches, result.mismatches[:3]
-    assert result.held["calls"] <= 300 and result.held["rendered"] <= 300
-    assert result.held["captured"] <= 300 and result.held["records"] <= 400
+    # Per-call state lives in each call's own LiteLLM logging details (freed with the call):
+    # the callback itself only holds open captures, and none is left open.
+    assert result.held["records"] <= 400
     assert result.held["open_captures"] == 0
     rss_growth, _ = result.growth_mb(0.0)
     assert rss_growth < 60, rss_growth  # generous: LiteLLM's own warm-up; bench/soak.py is strict

@@ -5,8 +5,10 @@ conversation's next request finds no open capture to wait for (it would wait
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from types import SimpleNamespace
 from typing import Any
 
+import litellm
 from litellm.types.utils import Delta, ModelResponseStream, StreamingChoices
 
 from litellm_reasoning import ReasoningCallback
@@ -25,14 +27,28 @@ async def _upstream() -> AsyncIterator[Any]:
 
 async def test_client_disconnect_closes_the_open_capture_and_stores_nothing() -> None:
     callback = ReasoningCallback()
-    call_id, scope, digest = "call-1", "ns=default", "d" * 64
-    callback._pending.open(call_id, scope, digest)  # what rendering the request opened
-    stream = callback.async_post_call_streaming_iterator_hook(
-        None, _upstream(), {"litellm_call_id": call_id}
-    )
-    first = await stream.__anext__()
-    assert first.choices[0].delta.reasoning_content == "first half of the thinking"
-    assert callback._pending.pending(scope, digest)  # still streaming: a next request waits
-    await stream.aclose()  # the proxy closes the generator when the client disconnects
-    assert callback._pending.pending(scope, digest) == []
-    assert callback.stats["captured"] == 0
+    litellm.callbacks = [callback]
+    try:
+        logging_obj = SimpleNamespace(model_call_details={})  # LiteLLM's per-call logging object
+        request = {
+            "model": "deepseek/deepseek-reasoner",
+            "messages": [{"role": "user", "content": "hi"}],
+            "litellm_logging_obj": logging_obj,
+        }
+        await callback.async_pre_call_deployment_hook(request, "acompletion")
+        assert callback.open_captures == 1  # what rendering the request opened
+        stream = callback.async_post_call_streaming_iterator_hook(
+            None, _upstream(), {"litellm_logging_obj": logging_obj}
+        )
+        first = await stream.__anext__()
+        assert first.choices[0].delta.reasoning_content == "first half of the thinking"
+        assert callback.open_captures == 1  # still streaming: a next request waits
+        await stream.aclose()  # the proxy closes the generator when the client disconnects
+        assert callback.open_captures == 0
+        # LiteLLM's success event for the cut stream stores nothing either.
+        await callback.async_log_success_event(
+            logging_obj.model_call_details, _chunk("partial"), None, None
+        )
+        assert callback.stats["captured"] == 0
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()

@@ -27,8 +27,11 @@ from ._base import (
     TenantStats,
     scope_id,
 )
-from .memory import MemoryStore
+from .memory import DEFAULT_MAX_BYTES, MemoryStore
 from .resilient import ResilientStore
+
+LOCAL_MAX_BYTES = 64 * 1024 * 1024
+"""What the fail-open layer holds at most while its backend is down."""
 
 SUPPORTED = "memory://, sqlite:///path/to/file.db, redis://host:port/db (rediss:// for TLS)"
 
@@ -99,10 +102,9 @@ def open_backend(url: str) -> ReasoningStore:
     kind, parsed, options, others = _split(url)
     common = _common(options)
     if kind == "memory":
-        max_bytes = options.get("max_bytes")
         return MemoryStore(
             max_records=int(_number(options, "max_records", 50_000)),
-            max_bytes=int(_number(options, "max_bytes", 1)) if max_bytes else None,
+            max_bytes=int(_number(options, "max_bytes", DEFAULT_MAX_BYTES)),
             **common,
         )
     if kind == "sqlite":
@@ -137,7 +139,9 @@ def store_from_url(url: str) -> ReasoningStore:
         return backend
     kind, parsed, options, _ = _split(url)
     local = MemoryStore(
-        max_records=int(_number(options, "local_records", 10_000)), **_common(options)
+        max_records=int(_number(options, "local_records", 10_000)),
+        max_bytes=LOCAL_MAX_BYTES,
+        **_common(options),
     )
     return ResilientStore(
         backend,

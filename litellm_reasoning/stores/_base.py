@@ -72,6 +72,10 @@ class StoreUnsupported(NotImplementedError):
 class ReasoningStore(ABC):
     """Where captured reasoning waits for the next request of its conversation."""
 
+    persistent: bool = False
+    """Outlives the process and may be shared with other processes, maybe of another release
+    (which then also needs records under the keys it knows: `identity.legacy_tool_call_key`)."""
+
     @abstractmethod
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         """The records of `scope` found under `keys` (missing and expired keys are absent)."""

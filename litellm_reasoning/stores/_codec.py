@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..types import Reasoning
+from ._base import record_size
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -25,21 +27,50 @@ class Decoded:
 
 def encode(scope: str, record: Reasoning, created_at: float) -> bytes:
     payload = {"s": scope, "t": round(created_at, 3), "r": record.to_json()}
-    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        # A lone UTF-16 surrogate (an emoji split across two stream chunks) is valid JSON but
+        # not UTF-8: escaped, it reads back as the same string (0.1.0 reads it too).
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def encode_many(
+    scope: str, records: Mapping[str, Reasoning], created_at: float, max_size: int
+) -> dict[str, tuple[int, bytes]]:
+    """`{key: (record_size, bytes)}` of the records small enough to keep. A record that cannot
+    be encoded at all is left out alone, with one warning: it is that record's problem, not an
+    outage of the backend (which would hold every tenant's writes back)."""
+    out: dict[str, tuple[int, bytes]] = {}
+    for key, record in records.items():
+        size = record_size(record)
+        if size > max_size:
+            continue
+        try:
+            out[key] = (size, encode(scope, record, created_at))
+        except Exception as exc:
+            logger.warning(
+                "litellm-reasoning: a reasoning record could not be encoded (%s); it is not kept",
+                type(exc).__name__,
+            )
+    return out
 
 
 def decode(raw: bytes | str) -> Decoded:
     """The stored record; `record` is None when it cannot be read back."""
+    # Anything under our keys may be junk (another program, damage): one unreadable record,
+    # never an error of the store. The log names the kind of problem only, never the bytes.
     try:
         payload = json.loads(raw)
         scope = str(payload.get("s", ""))
         created = float(payload.get("t", 0.0))
-    except (ValueError, TypeError, AttributeError) as exc:
-        logger.debug("litellm-reasoning: unreadable stored record (%s)", exc)
+    except Exception as exc:
+        logger.debug("litellm-reasoning: unreadable stored record (%s)", type(exc).__name__)
         return Decoded("", 0.0, None)
     try:
         record: Reasoning | None = Reasoning.from_json(payload["r"])
-    except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        logger.debug("litellm-reasoning: unreadable stored record (%s)", exc)
+    except Exception as exc:
+        logger.debug("litellm-reasoning: unreadable stored record (%s)", type(exc).__name__)
         record = None
     return Decoded(scope, created, record)

@@ -29,15 +29,23 @@ class _Entry:
     record: Reasoning
 
 
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024
+"""What an in-process store holds at most by default (reasoning text and opaque data)."""
+
+_SWEEP_EVERY = 1000
+"""Writes between two sweeps of expired records (reads drop the expired ones they meet)."""
+
+
 class MemoryStore(ReasoningStore):
     """Records in a dict, least recently used evicted first once `max_records` or `max_bytes`
-    is reached. `clock` is the wall clock (injectable for tests)."""
+    is reached; expired records go as they are met and in a sweep every `_SWEEP_EVERY`
+    writes. `clock` is the wall clock (injectable for tests)."""
 
     def __init__(
         self,
         *,
         max_records: int = 50_000,
-        max_bytes: int | None = None,
+        max_bytes: int | None = DEFAULT_MAX_BYTES,
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         clock: Callable[[], float] = time.time,
@@ -49,6 +57,7 @@ class MemoryStore(ReasoningStore):
         self._clock = clock
         self._records: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
         self._bytes = 0
+        self._writes = 0
         # Sync LiteLLM calls capture on its logging thread pool while requests read; the lock
         # guards `_records` and `_bytes` (no I/O ever happens under it).
         self._lock = threading.Lock()
@@ -78,6 +87,10 @@ class MemoryStore(ReasoningStore):
                 self._drop((scope, key))
                 self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
                 self._bytes += size
+            self._writes += 1
+            if self._writes % _SWEEP_EVERY == 0:
+                for where in [w for w, e in self._records.items() if e.expires_at <= now]:
+                    self._drop(where)
             while len(self._records) > self.max_records or (
                 self.max_bytes is not None and self._bytes > self.max_bytes and self._records
             ):
@@ -140,3 +153,8 @@ class MemoryStore(ReasoningStore):
 
     def __len__(self) -> int:
         return len(self._records)
+
+    @property
+    def size(self) -> int:
+        """Bytes held (`record_size` summed)."""
+        return self._bytes

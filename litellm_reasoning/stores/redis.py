@@ -83,6 +83,8 @@ _CHUNK = 500
 class RedisStore(ReasoningStore):
     """Records in Redis, shared by every process that points at the same server and prefix."""
 
+    persistent = True
+
     def __init__(
         self,
         url: str = "redis://127.0.0.1:6379/0",
@@ -156,10 +158,10 @@ class RedisStore(ReasoningStore):
     def _put_args(self, scope: str, records: Mapping[str, Reasoning]) -> dict[str, Any] | None:
         """The `_PUT` script's keys and args, or None when no record is small enough to keep."""
         sid, now = scope_id(scope), self._clock()
-        kept = {k: r for k, r in records.items() if record_size(r) <= self.max_record_bytes}
+        kept = _codec.encode_many(scope, records, now, self.max_record_bytes)
         if not kept:
             return None
-        bodies = [_codec.encode(scope, record, now) for record in kept.values()]
+        bodies = [body for _, body in kept.values()]
         ttl_ms = max(1, round(self.ttl_seconds * 1000))
         return {
             "keys": [self._index(sid), *(self._record_key(sid, key) for key in kept)],

@@ -3,7 +3,8 @@
 The backend (SQLite, Redis) may be down, slow, locked, read-only or full. Through this wrapper
 every call still returns, within the backend's own short timeout, and never raises:
 
-* every record written also goes to a bounded local `MemoryStore`;
+* every record written also goes to a local `MemoryStore` bounded in records and bytes (64 MiB
+  by default), so the records of a conversation written just before an outage still restore;
 * when a backend call fails, the store is *down*: one warning is logged (not one per request),
   and until `retry_seconds` have passed calls do not touch the backend at all (no added delay).
   Reads are served from the local layer, writes are kept there and remembered as pending;
@@ -47,6 +48,7 @@ class ResilientStore(ReasoningStore):
         name: str | None = None,
     ) -> None:
         self.backend = backend
+        self.persistent = backend.persistent
         self.local = local if local is not None else MemoryStore(max_records=10_000)
         self.retry_seconds = retry_seconds
         self.name = name or type(backend).__name__
@@ -224,18 +226,22 @@ class ResilientStore(ReasoningStore):
             self._flush()
         return merged
 
+    def _keep(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        """The backend did not take `records`: remembered for the write-through."""
+        self._hold(scope, list(records))
+
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self.local.put_many(scope, records)
         if not records:
             return
         if not self._route():
-            self._hold(scope, list(records))
+            self._keep(scope, records)
             return
         try:
             self.backend.put_many(scope, records)
         except Exception as exc:
             self._failed(exc, "writing")
-            self._hold(scope, list(records))
+            self._keep(scope, records)
             return
         self._release(scope, list(records), None)
         if self._succeeded():
@@ -274,13 +280,13 @@ class ResilientStore(ReasoningStore):
         if not records:
             return
         if not self._route():
-            self._hold(scope, list(records))
+            self._keep(scope, records)
             return
         try:
             await self.backend.aput_many(scope, records)
         except Exception as exc:
             self._failed(exc, "writing")
-            self._hold(scope, list(records))
+            self._keep(scope, records)
             return
         self._release(scope, list(records), None)
         if self._succeeded():

@@ -29,7 +29,6 @@ from ._base import (
     ReasoningStore,
     StoredRecord,
     TenantStats,
-    record_size,
     scope_id,
 )
 
@@ -80,6 +79,8 @@ _CHUNK = 500
 
 class SqliteStore(ReasoningStore):
     """Records in one SQLite file (`sqlite:///path/to/file.db`)."""
+
+    persistent = True
 
     def __init__(
         self,
@@ -181,9 +182,10 @@ class SqliteStore(ReasoningStore):
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         sid, now = scope_id(scope), self._clock()
         rows = [
-            (sid, key, scope, now, now + self.ttl_seconds, size, _codec.encode(scope, r, now))
-            for key, r in records.items()
-            if (size := record_size(r)) <= self.max_record_bytes
+            (sid, key, scope, now, now + self.ttl_seconds, size, body)
+            for key, (size, body) in _codec.encode_many(
+                scope, records, now, self.max_record_bytes
+            ).items()
         ]
         if not rows:
             return

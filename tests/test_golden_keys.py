@@ -1,0 +1,87 @@
+"""Stored key material and the record codec, pinned: fixed inputs -> the bytes release 0.1.0
+wrote. A record written before an upgrade must be found after it, so these values only change
+under the key-compatibility rule (old and new releases sharing a store both keep restoring:
+tests/test_rolling_upgrade.py runs the previous release's code against this one)."""
+
+from __future__ import annotations
+
+from litellm_reasoning import identity
+from litellm_reasoning.stores import _codec
+from litellm_reasoning.stores._base import scope_id
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+MESSAGES = [
+    {"role": "system", "content": "sys"},
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [
+            {
+                "id": "call_0",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
+    {"role": "assistant", "content": "It is sunny."},
+]
+
+# Computed by release 0.1.0 (commit e62144a) from MESSAGES.
+DIGESTS_0_1_0 = [
+    "37039ceb04eb048204f1667e28a639e2",
+    "78aef80762dd3694cee08e0230a37d70",
+    "f83c9c0900b87f8e565e0ffb89fcdfaa",
+    "3214ae57a7b626eaa9988fcfba6eb095",
+    "125ef6346c8314f4a5738385edf5cf0a",
+]
+TOOL_CALL_KEY_0_1_0 = "667fe1c5e894e749e5b42feb917ee68c6b6d1216"
+POSITION_KEY_0_1_0 = "f09da64f57f604a52465cc1cbf3d6cf875857302"
+POSITION_KEY_SCOPED_0_1_0 = "b7db64dfedee9b4b6cd1ed91fff3bcbce1490182"
+SCOPE_ID_0_1_0 = {
+    "ns=default": "95f178812d0ec549",
+    "ns=acme|key=abc|team=t1|user=bob": "933f754cbab57abb",
+}
+RECORD_BYTES_0_1_0 = (
+    b'{"s":"ns=default","t":1700000000.123,"r":{"v":1,"parts":[{"kind":"thinking","text":'
+    b'"think \xc3\xa9","signature":"sig"},{"kind":"redacted","data":"xx"}],"provider":'
+    b'"anthropic","model":"claude"}}'
+)
+RECORD = Reasoning(
+    parts=(
+        ReasoningPart(text="think é", signature="sig"),
+        ReasoningPart(kind="redacted", data="xx"),
+    ),
+    provider="anthropic",
+    model="claude",
+)
+
+
+def test_conversation_digests_are_unchanged() -> None:
+    assert identity.prefix_digests(MESSAGES) == DIGESTS_0_1_0
+
+
+def test_position_keys_are_unchanged() -> None:
+    digests = identity.prefix_digests(MESSAGES)
+    assert identity.message_key("ns=default", MESSAGES[4], digests[4]) == POSITION_KEY_0_1_0
+    scoped = identity.message_key("ns=acme|key=abc|team=t1|user=bob", MESSAGES[4], digests[4])
+    assert scoped == POSITION_KEY_SCOPED_0_1_0
+
+
+def test_the_previous_releases_tool_call_key_is_still_computed() -> None:
+    assert identity.legacy_tool_call_key("ns=default", MESSAGES[2]) == TOOL_CALL_KEY_0_1_0
+
+
+def test_scope_ids_are_unchanged() -> None:
+    assert {scope: scope_id(scope) for scope in SCOPE_ID_0_1_0} == SCOPE_ID_0_1_0
+
+
+def test_record_codec_writes_and_reads_the_0_1_0_bytes() -> None:
+    assert _codec.encode("ns=default", RECORD, 1700000000.123456) == RECORD_BYTES_0_1_0
+    decoded = _codec.decode(RECORD_BYTES_0_1_0)
+    assert (decoded.scope, decoded.created_at, decoded.record) == (
+        "ns=default",
+        1700000000.123,
+        RECORD,
+    )

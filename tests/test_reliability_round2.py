@@ -1,0 +1,541 @@
+"""Reliability and security, round two: each finding of the hostile-client pass reproduced
+through real LiteLLM against the local upstream, asserted on the store and on the wire.
+(The proxy findings are in tests/test_proxy_isolation.py.)"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import litellm
+import pytest
+import redis as redis_client
+from conftest import register
+from litellm.types.utils import Message
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.stores import store_from_url
+from litellm_reasoning.stores.redis import RedisStore
+from litellm_reasoning.stores.resilient import ResilientStore
+from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.types import Reasoning, ReasoningPart
+
+
+def _call(call_id: str, name: str = "f") -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
+
+
+def _common(upstream: Upstream, model: str, **extra: Any) -> dict[str, Any]:
+    return {"model": f"openai/{model}", "api_base": upstream.base_url, "api_key": "k", **extra}
+
+
+def _assistant_reasoning(body: dict[str, Any]) -> list[Any]:
+    return [m.get("reasoning_content") for m in body["messages"] if m.get("role") == "assistant"]
+
+
+# ------------------------------------------------------------------ 1. one reply poisons the store
+
+
+async def test_a_lone_surrogate_in_one_reply_is_one_record_not_an_outage(
+    upstream: Upstream, tmp_path: Path
+) -> None:
+    """A reply whose reasoning holds a lone UTF-16 surrogate (valid JSON) is one record: the
+    SQLite store never counts as down, every later conversation of every tenant still reaches
+    the backend, and the reply restores (the broken half as U+FFFD, which can be sent)."""
+    callback = register(ReasoningCallback(store=f"sqlite:///{tmp_path / 'r.db'}"))
+    store = callback.store
+    assert isinstance(store, ResilientStore)
+    model = f"surrogate-{uuid.uuid4().hex[:6]}"
+    split_emoji = "thinking about \\ud83d"  # the high half of an emoji split across chunks
+    raw = json.dumps(
+        {
+            "id": "chatcmpl-x",
+            "object": "chat.completion",
+            "created": 1,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "ok", "reasoning_content": "X"},
+                    "finish_reason": "stop",
+                }
+            ],
+        }
+    ).replace('"X"', f'"{split_emoji}"')
+    upstream.script(model, Reply(raw_body=raw))
+    try:
+        first = [{"role": "user", "content": "hi"}]
+        reply = await litellm.acompletion(messages=first, **_common(upstream, model))
+        assert reply.choices[0].message.reasoning_content == "thinking about \ud83d"
+        assert store.available and store.stats["outages"] == 0 and store.pending == 0
+        # The next request restores it; other tenants' conversations keep reaching SQLite.
+        upstream.script(model, Reply(message={"content": "again", "reasoning_content": "r2"}))
+        follow = [*first, {"role": "assistant", "content": "ok"}, {"role": "user", "content": "?"}]
+        await litellm.acompletion(
+            messages=follow, **_common(upstream, model), metadata={"reasoning_namespace": "ns2"}
+        )
+        assert store.available and store.stats["outages"] == 0 and store.pending == 0
+        assert len(store.backend.tenants()) == 2  # both conversations reached the backend
+        policies = {"openai/*": "all_turns"}
+        callback.overrides = ReasoningCallback(policies=policies).overrides
+        upstream.script(model, Reply(message={"content": "third"}))
+        await litellm.acompletion(messages=follow, **_common(upstream, model))
+        wire = upstream.bodies(model)[-1]["messages"][1]
+        # Kept with the broken half replaced (no HTTP client can send a lone surrogate).
+        assert wire["reasoning_content"] == "thinking about \ufffd"
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+        store.close()
+
+
+@pytest.mark.redis
+def test_junk_under_our_redis_keys_is_one_unreadable_record() -> None:
+    """Values under the store's keys that are not records (another program, damage, deeply
+    nested JSON) read as missing, one record each; the store stays available."""
+    prefix = f"lr-junk-{uuid.uuid4().hex[:6]}:"
+    store = store_from_url(f"redis://127.0.0.1:6379/0?prefix={prefix}")
+    assert isinstance(store, ResilientStore) and isinstance(store.backend, RedisStore)
+    good = Reasoning(parts=(ReasoningPart(text="fine"),))
+    store.put_many("ns=t", {"good": good})
+    raw = redis_client.Redis.from_url("redis://127.0.0.1:6379/0")
+    backend = store.backend
+    try:
+        names = backend._names("ns=t", ["junk1", "junk2", "junk3"])
+        raw.set(names[0], b"\xff\xfe not json")
+        raw.set(names[1], b"[" * 100_000 + b"]" * 100_000)  # RecursionError in json.loads
+        raw.set(names[2], json.dumps({"s": "ns=t", "t": {}, "r": []}))
+        found = store.get_many("ns=t", ["good", "junk1", "junk2", "junk3"])
+        assert found == {"good": good}
+        assert store.available and store.stats["outages"] == 0
+    finally:
+        for name in raw.scan_iter(match=f"{prefix}*"):
+            raw.delete(name)
+        store.close()
+
+
+# ------------------------------------------------------------------ 2. client-chosen call ids
+
+
+async def test_one_call_id_for_two_tenants_at_once_files_each_reply_under_its_own_scope(
+    upstream: Upstream,
+) -> None:
+    """Two tenants send the same `litellm_call_id` and the same tool-call id at once: each
+    reply is filed under its own scope, and each next request carries exactly its own."""
+    callback = register(ReasoningCallback())
+    model = f"callid-{uuid.uuid4().hex[:6]}"
+    tenants = ("alice", "bob")
+    for tenant in tenants:
+        upstream.script(
+            f"{model}-{tenant}",
+            Reply(
+                message={
+                    "content": "",
+                    "reasoning_content": f"private {tenant}",
+                    "tool_calls": [_call("call_0")],
+                }
+            ),
+            Reply(message={"content": "done"}),
+        )
+
+    async def conversation(tenant: str) -> dict[str, Any]:
+        common = _common(
+            upstream,
+            f"{model}-{tenant}",
+            metadata={"reasoning_namespace": tenant},
+            litellm_call_id="trace-shared",
+        )
+        first = [{"role": "user", "content": "weather?"}]
+        if tenant == "bob":  # one of them streams
+            async for _ in await litellm.acompletion(messages=first, **common, stream=True):
+                pass
+        else:
+            await litellm.acompletion(messages=first, **common)
+        follow = [
+            *first,
+            {"role": "assistant", "content": "", "tool_calls": [_call("call_0")]},
+            {"role": "tool", "tool_call_id": "call_0", "content": "sunny"},
+        ]
+        await litellm.acompletion(messages=follow, **common)
+        return upstream.bodies(f"{model}-{tenant}")[-1]
+
+    try:
+        bodies = await asyncio.gather(*(conversation(t) for t in tenants))
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    for tenant, body in zip(tenants, bodies, strict=True):
+        assert _assistant_reasoning(body) == [f"private {tenant}"], (tenant, body)
+    assert callback.stats["captured"] == 2
+
+
+async def test_a_reused_call_id_loses_no_capture(upstream: Upstream) -> None:
+    """A client that sends one trace id as every call's id: every reply is still captured."""
+    callback = register(ReasoningCallback())
+    model = f"reuse-{uuid.uuid4().hex[:6]}"
+    common = _common(upstream, model, litellm_call_id="my-trace-id")
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    try:
+        for step in range(3):
+            upstream.script(
+                model,
+                Reply(
+                    message={
+                        "content": "",
+                        "reasoning_content": f"step {step}",
+                        "tool_calls": [_call(f"c{step}")],
+                    }
+                ),
+            )
+            await litellm.acompletion(messages=list(history), **common)
+            history += [
+                {"role": "assistant", "content": "", "tool_calls": [_call(f"c{step}")]},
+                {"role": "tool", "tool_call_id": f"c{step}", "content": "ok"},
+            ]
+        upstream.script(model, Reply(message={"content": "done"}))
+        await litellm.acompletion(messages=list(history), **common)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert callback.stats["captured"] == 3
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["step 0", "step 1", "step 2"]
+
+
+# ------------------------------------------------------------------ 3. OpenRouter streams
+
+
+def _openrouter_stream(text: str, signature: str, chunk_id: str) -> str:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        payload = {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "anthropic/claude-sonnet-4.5",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return "data: " + json.dumps(payload) + "\n\n"
+
+    detail = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
+    return "".join(
+        [
+            chunk({"role": "assistant", "content": ""}),
+            chunk({"reasoning": text[:5], "reasoning_details": [{**detail, "text": text[:5]}]}),
+            chunk({"reasoning": text[5:], "reasoning_details": [{**detail, "text": text[5:]}]}),
+            chunk({"reasoning_details": [{**detail, "text": "", "signature": signature}]}),
+            chunk({"tool_calls": [{"index": 0, **_call("call_or"), "function": {"name": "f"}}]}),
+            chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            chunk({}, "tool_calls"),
+            "data: [DONE]\n\n",
+        ]
+    )
+
+
+async def test_openrouter_streams_of_two_tenants_with_one_chunk_id_never_mix(
+    upstream: Upstream,
+) -> None:
+    """Alice's stream is read half, bob's whole stream (same upstream chunk id) in between,
+    then the rest of alice's: each next request carries exactly its own text and signature."""
+    callback = register(ReasoningCallback())
+    texts = {"alice": "alice thinks privately", "bob": "bob has other thoughts"}
+    signatures = {"alice": "SIG-ALICE", "bob": "SIG-BOB"}
+    model = "anthropic/claude-sonnet-4.5"
+    for tenant in ("alice", "bob"):
+        upstream.script(
+            model,
+            Reply(
+                raw_body=_openrouter_stream(texts[tenant], signatures[tenant], "gen-same"),
+                content_type="text/event-stream",
+            ),
+        )
+
+    def common(tenant: str) -> dict[str, Any]:
+        return {
+            "model": f"openrouter/{model}",
+            "api_base": upstream.base_url,
+            "api_key": "k",
+            "metadata": {"reasoning_namespace": tenant},
+        }
+
+    first = [{"role": "user", "content": "hi"}]
+    try:
+        alice = await litellm.acompletion(messages=first, stream=True, **common("alice"))
+        await alice.__anext__()
+        await alice.__anext__()
+        bob = await litellm.acompletion(messages=first, stream=True, **common("bob"))
+        async for _ in bob:
+            pass
+        async for _ in alice:
+            pass
+        sent = {}
+        for tenant in ("alice", "bob"):
+            upstream.script(model, Reply(message={"content": "again"}))
+            follow = [
+                *first,
+                {"role": "assistant", "content": "", "tool_calls": [_call("call_or")]},
+                {"role": "tool", "tool_call_id": "call_or", "content": "ok"},
+            ]
+            await litellm.acompletion(messages=follow, **common(tenant))
+            sent[tenant] = upstream.bodies(model)[-1]["messages"][1].get("reasoning_details")
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    for tenant in ("alice", "bob"):
+        assert sent[tenant] == [
+            {
+                "type": "reasoning.text",
+                "format": "anthropic-claude-v1",
+                "index": 0,
+                "text": texts[tenant],
+                "signature": signatures[tenant],
+            }
+        ], (tenant, sent[tenant])
+    assert callback.stats["errors"] == 0
+
+
+# ------------------------------------------------------------------ 4. deterministic tool-call ids
+
+
+async def test_deterministic_tool_call_ids_never_share_a_record(upstream: Upstream) -> None:
+    """Two conversations of ONE tenant whose provider hands out the same id (`call_0`, the same
+    function), and two steps of one conversation reusing an id: each message gets its own."""
+    callback = register(ReasoningCallback())
+    model = f"detids-{uuid.uuid4().hex[:6]}"
+    common = _common(upstream, model)
+
+    async def loop(task: str, steps: int) -> list[Any]:
+        history: list[dict[str, Any]] = [{"role": "user", "content": task}]
+        for step in range(steps):
+            upstream.script(
+                model,
+                Reply(
+                    message={
+                        "content": "",
+                        "reasoning_content": f"{task} / step {step}",
+                        "tool_calls": [_call("call_0", "lookup")],
+                    }
+                ),
+            )
+            await litellm.acompletion(messages=list(history), **common)
+            history += [
+                {"role": "assistant", "content": "", "tool_calls": [_call("call_0", "lookup")]},
+                {"role": "tool", "tool_call_id": "call_0", "content": f"result {step}"},
+            ]
+        upstream.script(model, Reply(message={"content": "done"}))
+        await litellm.acompletion(messages=list(history), **common)
+        return _assistant_reasoning(upstream.bodies(model)[-1])
+
+    try:
+        x = await loop("conversation X", 2)
+        y = await loop("conversation Y", 2)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert x == ["conversation X / step 0", "conversation X / step 1"]
+    assert y == ["conversation Y / step 0", "conversation Y / step 1"]
+    assert callback.stats["errors"] == 0
+
+
+# ------------------------------------------------------------------ 5. scope parts
+
+
+async def test_a_namespace_cannot_spell_another_tenants_scope(upstream: Upstream) -> None:
+    """Namespace `acme|user=bob` (no user) and namespace `acme` with end user `bob` are two
+    scopes: the attacker's identical history restores none of the victim's reasoning."""
+    callback = register(ReasoningCallback())
+    model = f"scope-{uuid.uuid4().hex[:6]}"
+    first = [{"role": "user", "content": "shared prompt"}]
+    follow = [
+        *first,
+        {"role": "assistant", "content": "", "tool_calls": [_call("call_7")]},
+        {"role": "tool", "tool_call_id": "call_7", "content": "ok"},
+    ]
+    upstream.script(
+        model,
+        Reply(
+            message={
+                "content": "",
+                "reasoning_content": "victim secret",
+                "tool_calls": [_call("call_7")],
+            }
+        ),
+        Reply(message={"content": "attacker"}),
+    )
+    try:
+        victim = {"metadata": {"reasoning_namespace": "acme"}, "user": "bob"}
+        await litellm.acompletion(messages=first, **_common(upstream, model), **victim)
+        attacker = {"metadata": {"reasoning_namespace": "acme|user=bob"}}
+        await litellm.acompletion(messages=follow, **_common(upstream, model), **attacker)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert callback.stats["captured"] == 1
+    assert "victim secret" not in json.dumps(upstream.bodies(model)[-1])
+
+
+async def test_scope_from_client_off_ignores_client_chosen_user_and_namespace(
+    upstream: Upstream,
+) -> None:
+    """With `scope_from_client=False` the client-chosen end user and namespace are not scope
+    parts: a client naming another user gets nothing it could not get anyway, and its own
+    conversation restores whatever `user` it sends."""
+    callback = register(ReasoningCallback(scope_from_client=False, namespace="gw"))
+    model = f"noclient-{uuid.uuid4().hex[:6]}"
+    first = [{"role": "user", "content": "q"}]
+    follow = [
+        *first,
+        {"role": "assistant", "content": "", "tool_calls": [_call("call_9")]},
+        {"role": "tool", "tool_call_id": "call_9", "content": "ok"},
+    ]
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "R", "tool_calls": [_call("call_9")]}),
+        Reply(message={"content": "done"}),
+    )
+    try:
+        await litellm.acompletion(messages=first, **_common(upstream, model), user="u1")
+        await litellm.acompletion(
+            messages=follow,
+            **_common(upstream, model),
+            user="u2",
+            metadata={"reasoning_namespace": "other"},
+        )
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["R"]
+    assert callback._scope({"user": "u2", "metadata": {"reasoning_namespace": "x"}}) == "ns=gw"
+
+
+# ------------------------------------------------------------------ 7. a stream left at its finish
+
+
+async def test_a_stream_left_at_its_finish_chunk_is_captured_and_nothing_waits(
+    upstream: Upstream,
+) -> None:
+    """The client stops reading at the finish chunk (a common `break`): the reply is captured,
+    and the conversation's next request restores it without waiting."""
+    callback = register(ReasoningCallback(capture_wait_seconds=30.0))
+    model = f"break-{uuid.uuid4().hex[:6]}"
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "kept", "tool_calls": [_call("c1")]}),
+        Reply(message={"content": "done"}),
+    )
+    first = [{"role": "user", "content": "go"}]
+    try:
+        stream = await litellm.acompletion(messages=first, stream=True, **_common(upstream, model))
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].finish_reason:
+                break
+        follow = [
+            *first,
+            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+        start = time.monotonic()
+        await litellm.acompletion(messages=follow, **_common(upstream, model))
+        elapsed = time.monotonic() - start
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["kept"]
+    assert callback.stats["waited"] == 0
+    assert elapsed < 20.0  # far below the 30 s it would wait for a capture that never comes
+
+
+def test_a_sync_stream_left_at_its_finish_chunk_is_captured(upstream: Upstream) -> None:
+    callback = register(ReasoningCallback(capture_wait_seconds=30.0))
+    model = f"sbreak-{uuid.uuid4().hex[:6]}"
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "kept", "tool_calls": [_call("c1")]}),
+        Reply(message={"content": "done"}),
+    )
+    first = [{"role": "user", "content": "go"}]
+    try:
+        stream = litellm.completion(messages=first, stream=True, **_common(upstream, model))
+        for chunk in stream:
+            if chunk.choices and chunk.choices[0].finish_reason:
+                break
+        follow = [
+            *first,
+            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+        litellm.completion(messages=follow, **_common(upstream, model))
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["kept"]
+    assert callback.stats["captured"] == 1
+
+
+# ------------------------------------------------------------------ 10. pydantic messages
+
+
+def test_sync_completion_never_sends_turn_from_a_message_object(upstream: Upstream) -> None:
+    register(ReasoningCallback())
+    model = f"pyd-{uuid.uuid4().hex[:6]}"
+    upstream.script(model, Reply(message={"content": "ok"}))
+    user = Message(role="user", content="hi")
+    user.turn = False  # type: ignore[attr-defined]  # what a client sets on LiteLLM's object
+    try:
+        litellm.completion(
+            messages=[{"role": "user", "content": "start"}, user], **_common(upstream, model)
+        )
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    body = upstream.bodies(model)[-1]
+    assert all("turn" not in m for m in body["messages"]), body
+
+
+# ------------------------------------------------------------------ 11. logs
+
+
+async def test_a_tampered_record_is_never_echoed_in_a_log(
+    upstream: Upstream, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A stored record damaged on disk (its bytes hold text a reader should never see in a
+    log) reads as missing, and no log record at any level names its content."""
+    path = tmp_path / "t.db"
+    callback = register(ReasoningCallback(store=f"sqlite:///{path}"))
+    model = f"tamper-{uuid.uuid4().hex[:6]}"
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "orig", "tool_calls": [_call("c1")]}),
+        Reply(message={"content": "done"}),
+    )
+    first = [{"role": "user", "content": "go"}]
+    caplog.set_level(logging.DEBUG)
+    try:
+        await litellm.acompletion(messages=first, **_common(upstream, model))
+        import sqlite3
+
+        with sqlite3.connect(path) as conn:
+            tampered = json.dumps({"s": "x", "t": 1, "r": {"v": 1, "parts": [{"kind": "SECRET"}]}})
+            conn.execute("UPDATE records SET body = ?", (tampered.encode(),))
+        follow = [
+            *first,
+            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
+            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+        ]
+        await litellm.acompletion(messages=follow, **_common(upstream, model))
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+        callback.store.close()
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == [None]
+    leaked = [r.getMessage() for r in caplog.records if "SECRET" in r.getMessage()]
+    assert not leaked, leaked
+
+
+def test_the_codec_keeps_a_lone_surrogate_escaped(tmp_path: Path) -> None:
+    """Store level: a record holding a lone surrogate anywhere is written (escaped JSON, which
+    the previous release reads too) and read back equal."""
+    from litellm_reasoning.stores import _codec
+
+    odd = Reasoning(parts=(ReasoningPart(text="a\ud83d", details={"k": "\udc00"}),))
+    body = _codec.encode("ns=s", odd, 1.0)
+    assert _codec.decode(body).record == odd
+    store = store_from_url(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        store.put_many("ns=s", {"k": odd})
+        assert store.get_many("ns=s", ["k"]) == {"k": odd}
+        assert isinstance(store, ResilientStore) and store.stats["outages"] == 0
+    finally:
+        store.close()

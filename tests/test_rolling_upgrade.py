@@ -1,0 +1,135 @@
+"""A rolling upgrade: release 0.1.0 (the previous release, its own code checked out from git) and
+this release share one SQLite file or one Redis, and each restores what the other captured.
+
+Each side runs in its own process through real LiteLLM against its own local upstream: the
+writer captures a tool loop (a tool-call message, whose key changed in this release, and a text
+answer, whose key did not); the reader then continues the conversation from a client that
+dropped every reasoning field and reports what reached its wire.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import uuid
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PREVIOUS_RELEASE = "e62144a"
+"""The commit of release 0.1.0 on main."""
+
+SCRIPT = r"""
+import asyncio, json, os, sys
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+import litellm
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+url, phase, tag = sys.argv[1], sys.argv[2], sys.argv[3]
+call = {"id": "call_" + tag, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+history = [
+    {"role": "user", "content": "task " + tag},
+    {"role": "assistant", "content": "", "tool_calls": [call]},
+    {"role": "tool", "tool_call_id": call["id"], "content": "ok"},
+    {"role": "assistant", "content": "answer " + tag},
+    {"role": "user", "content": "a note", "turn": False},
+]
+
+async def main():
+    callback = ReasoningCallback(store=url, capture_wait_seconds=0.5)
+    litellm.callbacks = [callback]
+    with Upstream() as upstream:
+        common = {"model": "openai/m-" + tag, "api_base": upstream.base_url, "api_key": "k"}
+        if phase == "write":
+            upstream.script(
+                "m-" + tag,
+                Reply(message={"content": "", "reasoning_content": "R1 " + tag,
+                               "tool_calls": [call]}),
+                Reply(message={"content": "answer " + tag, "reasoning_content": "R2 " + tag}),
+            )
+            await litellm.acompletion(messages=history[:1], **common)
+            await litellm.acompletion(messages=history[:3], **common)
+            await asyncio.sleep(0.2)
+            sent = None
+        else:
+            upstream.script("m-" + tag, Reply(message={"content": "done"}))
+            await litellm.acompletion(messages=history, **common)
+            body = upstream.bodies("m-" + tag)[-1]
+            sent = [m.get("reasoning_content") for m in body["messages"]]
+    callback.store.close()
+    print(json.dumps({"sent": sent, "captured": callback.stats["captured"]}))
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture(scope="module")
+def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The previous release's package, from this repository's history."""
+    out = tmp_path_factory.mktemp("release-0.1.0")
+    done = subprocess.run(
+        ["git", "archive", "--format=tar", PREVIOUS_RELEASE, "litellm_reasoning"],
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+    )
+    assert done.returncode == 0, (
+        f"release 0.1.0 ({PREVIOUS_RELEASE}) is not in this clone's history: {done.stderr!r}"
+    )
+    with tarfile.open(fileobj=BytesIO(done.stdout)) as archive:
+        archive.extractall(out, filter="data")
+    return out
+
+
+def _run(code_root: Path, url: str, phase: str, tag: str) -> dict[str, object]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_REASONING_")}
+    env["PYTHONPATH"] = str(code_root)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, url, phase, tag],
+        env=env,
+        cwd=code_root,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
+    return result
+
+
+def _which(code_root: Path) -> str:
+    probe = "import litellm_reasoning, sys; print(litellm_reasoning.__file__)"
+    env = {**os.environ, "PYTHONPATH": str(code_root)}
+    out = subprocess.run(
+        [sys.executable, "-c", probe], env=env, cwd=code_root, capture_output=True, text=True
+    )
+    return out.stdout.strip()
+
+
+def _stores(tmp_path: Path) -> list[str]:
+    prefix = f"lr-upgrade-{uuid.uuid4().hex[:8]}:"
+    return [f"sqlite:///{tmp_path / 'shared.db'}", f"redis://127.0.0.1:6379/0?prefix={prefix}"]
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("direction", ["old-writes-new-reads", "new-writes-old-reads"])
+def test_old_and_new_releases_restore_each_others_records(
+    direction: str, previous_release: Path, tmp_path: Path
+) -> None:
+    old, new = previous_release, ROOT
+    assert _which(old).startswith(str(old)) and _which(new).startswith(str(new))
+    writer, reader = (old, new) if direction == "old-writes-new-reads" else (new, old)
+    for url in _stores(tmp_path):
+        tag = uuid.uuid4().hex[:8]
+        wrote = _run(writer, url, "write", tag)
+        assert wrote["captured"] == 2, (url, wrote)
+        read = _run(reader, url, "read", tag)
+        # user, tool-call message (R1), tool result, text answer (R2), the delivery
+        assert read["sent"] == [None, f"R1 {tag}", None, f"R2 {tag}", None], (url, read)
