@@ -12,12 +12,15 @@ conversation's step-1 reasoning, none other.
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from proxy_utils import (
@@ -34,6 +37,7 @@ from proxy_utils import (
     upstream_model,
     wire_ids,
 )
+from reliability_utils import CutServer, Plan, recorded_events
 
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
@@ -42,6 +46,8 @@ pytestmark = pytest.mark.proxy
 USERS = ("ada", "bo", "cy", "di")
 CONVERSATIONS = 2
 GROUPS = [f"iso-{user}-{c}" for user in USERS for c in range(CONVERSATIONS)]
+CUT = "iso-cut"
+"""A model group whose upstream stalls mid-stream (`CutServer`)."""
 SHARED = "iso-shared"
 """One model group every conversation uses at once; `ByContent` answers each by its content."""
 
@@ -74,10 +80,23 @@ def upstream() -> Iterator[ByContent]:
 
 
 @pytest.fixture(scope="module")
-def proxy(upstream: ByContent, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxy]:
+def cut_server() -> Iterator[CutServer]:
+    with CutServer() as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    upstream: ByContent, cut_server: CutServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Proxy]:
     config = proxy_config(
-        openai_compatible_deployment(group, upstream_model(group), upstream.base_url)
-        for group in [*GROUPS, SHARED]
+        [
+            *(
+                openai_compatible_deployment(group, upstream_model(group), upstream.base_url)
+                for group in [*GROUPS, SHARED]
+            ),
+            openai_compatible_deployment(CUT, upstream_model(CUT), cut_server.base_url),
+        ]
     )
     with run_proxy(
         config, tmp_path_factory.mktemp("proxy-iso"), env={"LITELLM_REASONING_STORE": "memory://"}
@@ -251,3 +270,60 @@ def test_a_client_chosen_call_id_neither_crosses_end_users_nor_loses_captures(
         results = [r for f in [pool.submit(run, u) for u in ("eve", "fay")] for r in f.result()]
     wrong = [(mine, sent) for mine, sent in results if sent != mine]
     assert not wrong, f"{wrong}\n{proxy.log_tail()}"
+
+
+def test_a_client_that_disconnects_mid_stream_leaves_nothing_to_restore(
+    proxy: Proxy, cut_server: CutServer
+) -> None:
+    """The upstream stalls in the middle of the reasoning; the client reads a few chunks and
+    disconnects. Nothing of the cut reply is stored: the client's next request, continuing
+    with what it received (a delivery, so the reply is in the current turn), carries no
+    reasoning, and the proxy answers it."""
+    events = recorded_events("deepseek_thinking_stream")
+    model = upstream_model(CUT)
+    followup = {
+        "id": "chatcmpl-next",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+    }
+    cut_server.plan(model, Plan(events, cut=40, how="stall"), Plan(json_body=followup))
+    first = [{"role": "user", "content": "Hello"}]
+    auth = {"authorization": f"Bearer {proxy.master_key}"}
+    received: list[str] = []
+    with httpx.stream(
+        "POST",
+        proxy.base_url + "/chat/completions",
+        json={"model": CUT, "messages": first, "stream": True},
+        headers=auth,
+        timeout=60,
+    ) as response:
+        for line in response.iter_lines():
+            if line.startswith("data:"):
+                received.append(line)
+            if len(received) >= 10:
+                break  # the client goes away with the reply half streamed
+    reasoning = "".join(
+        json.loads(line[5:])["choices"][0]["delta"].get("reasoning_content") or ""
+        for line in received
+        if json.loads(line[5:]).get("choices")
+    )
+    assert reasoning  # it did receive part of the reasoning
+    time.sleep(1.0)  # what LiteLLM logs of the cut stream has landed by now
+    with openai.OpenAI(
+        base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+    ) as client:
+        follow = [
+            *first,
+            {"role": "assistant", "content": ""},
+            {"role": "user", "content": "are you there?", "turn": False},
+        ]
+        reply = client.chat.completions.create(model=CUT, messages=follow)  # type: ignore[arg-type]
+    assert reply.choices[0].message.content == "ok"
+    (body,) = [b for b in cut_server.bodies(model) if not b.get("stream")]
+    assert all("reasoning_content" not in m for m in body["messages"]), body
+    assert reasoning[:20] not in json.dumps(body)

@@ -341,7 +341,7 @@ async def test_store_fault_at_every_store_call(kind: str, upstream: Upstream) ->
         assert callback.stats["errors"] == 1, fail_at
         for got, want in zip(wires, clean_wires, strict=True):
             assert all(g in (w, None) for g, w in zip(got, want, strict=True)), (fail_at, wires)
-        assert time.perf_counter() - start < 5
+        assert time.perf_counter() - start < 30  # no hang (far outside machine noise)
 
         resilient = ResilientStore(FaultyStore(fail_at, kind), retry_seconds=0.01)
         callback = register(ReasoningCallback(store=resilient, capture_wait_seconds=0.5))

@@ -539,3 +539,59 @@ def test_the_codec_keeps_a_lone_surrogate_escaped(tmp_path: Path) -> None:
         assert isinstance(store, ResilientStore) and store.stats["outages"] == 0
     finally:
         store.close()
+
+
+# ------------------------------------------------------------------ 6. memory bounded by bytes
+
+
+async def test_memory_is_bounded_by_bytes_through_the_callback(upstream: Upstream) -> None:
+    """Large replies captured through the callback into `memory://` with a byte cap: the store
+    never holds more than the cap, and the newest conversation still restores."""
+    callback = register(ReasoningCallback(store="memory://?max_bytes=300000"))
+    model = f"bytes-{uuid.uuid4().hex[:6]}"
+    store = callback.store
+    big = "x" * 100_000
+    try:
+        for i in range(8):
+            upstream.script(
+                model,
+                Reply(
+                    message={
+                        "content": "",
+                        "reasoning_content": f"{i}{big}",
+                        "tool_calls": [_call(f"c{i}")],
+                    }
+                ),
+            )
+            await litellm.acompletion(
+                messages=[{"role": "user", "content": f"task {i}"}], **_common(upstream, model)
+            )
+            assert store.size <= 300_000  # type: ignore[attr-defined]
+        upstream.script(model, Reply(message={"content": "done"}))
+        follow = [
+            {"role": "user", "content": "task 7"},
+            {"role": "assistant", "content": "", "tool_calls": [_call("c7")]},
+            {"role": "tool", "tool_call_id": "c7", "content": "ok"},
+        ]
+        await litellm.acompletion(messages=follow, **_common(upstream, model))
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert callback.stats["captured"] == 8 and len(store) == 2  # type: ignore[arg-type]
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == [f"7{big}"]
+
+
+def test_every_in_process_layer_has_a_byte_cap_and_expired_records_go() -> None:
+    from litellm_reasoning.stores import LOCAL_MAX_BYTES, MemoryStore
+    from litellm_reasoning.stores.memory import DEFAULT_MAX_BYTES
+
+    assert store_from_url("memory://").max_bytes == DEFAULT_MAX_BYTES  # type: ignore[attr-defined]
+    resilient = store_from_url("sqlite:////tmp/lr-never-opened.db")
+    assert isinstance(resilient, ResilientStore) and resilient.local.max_bytes == LOCAL_MAX_BYTES
+    now = [1000.0]
+    store = MemoryStore(ttl_seconds=10, clock=lambda: now[0])
+    record = Reasoning(parts=(ReasoningPart(text="r"),))
+    store.put_many("s", {f"old{i}": record for i in range(500)})
+    now[0] += 11  # every record so far has expired; nobody reads them again
+    for i in range(1000):
+        store.put_many("s", {f"new{i}": record})
+    assert len(store) == 1000 and store.size == 1000  # the expired 500 were swept

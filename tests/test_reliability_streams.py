@@ -273,7 +273,8 @@ def _check_deepseek(callback: ReasoningCallback, result: dict[str, Any], complet
     if complete:
         assert got["reasoning"] == DEEPSEEK_REASONING and got["content"] == DEEPSEEK_CONTENT
         assert texts == [DEEPSEEK_REASONING] and sent == DEEPSEEK_REASONING, name
-    assert result["waited"] < CAPTURE_WAIT + 2.0, (name, result["waited"])
+    # At most one capture wait, never more: a bound far outside machine noise.
+    assert result["waited"] < CAPTURE_WAIT + 30.0, (name, result["waited"])
 
 
 async def _sweep(jobs: list[Any]) -> list[dict[str, Any]]:
