@@ -60,6 +60,9 @@ class CallState:
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
     streamed_details: Any = None
     """OpenRouter's raw streamed `reasoning_details` for this call (`StreamedDetails`)."""
+    layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)
+    """Rendered message index -> (layout, blocks in order): Claude messages whose blocks go back
+    where they stood (`anthropic.apply_layout`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __copy__(self) -> CallState:

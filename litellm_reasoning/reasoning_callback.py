@@ -42,8 +42,14 @@ from .calls import CallState, Capture, details_of, new_state, state_in, state_of
 from .decisions import summarize, with_summary
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .dialects.anthropic import (
+    CLAUDE_PROVIDERS,
     AnthropicDialect,
+    apply_layout,
     bedrock_redacted_content,
+    layout_candidates,
+    layout_of_blocks,
+    layout_of_deltas,
+    ordered_blocks,
     thinking_requested,
     tool_loop_needs_thinking,
 )
@@ -58,7 +64,7 @@ from .extract import reasoning_from_message
 from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
 from .policy import TurnPolicy, provider_manages_thinking
 from .prefix_cache import History, PrefixCache
-from .render import Rendered, plan, render
+from .render import Rendered, effective_turn_start, plan, render
 from .stores import MemoryStore, ReasoningStore, store_from_url
 from .stream_assembly import StreamedDetails
 from .targets import RESPONSES_PREFIX, Target, TargetCache, parse_overrides, resolve_target
@@ -344,6 +350,11 @@ class ReasoningCallback(CustomLogger):
         history = self._histories.walk(scope, messages)
         owns = history.owns
         wanted = plan(messages, dialect, target.policy, owns, history.assistant)
+        if isinstance(dialect, AnthropicDialect):
+            # The record of a tool-call message the client kept holds where its blocks stood.
+            start = effective_turn_start(messages, dialect)
+            more = layout_candidates(messages, target.policy, history.assistant, start)
+            wanted = sorted({*wanted, *more})
         digests, empty = history.digests, identity.EMPTY_DIGEST
         keys = history.keys_for(wanted)
         before = {i: digests[i - 1] if i > 0 else empty for i in wanted}
@@ -467,6 +478,8 @@ class ReasoningCallback(CustomLogger):
         if isinstance(dialect, GeminiDialect):
             rendered.messages = clean_tool_results(rendered.messages)
             self._sign_gemini_steps(request, rendered)
+        if isinstance(dialect, AnthropicDialect):
+            state.layouts = _layouts(rendered, stored)
         if history is not None:
             self._histories.remember(history)
         limited = self._limit(request, rendered, stored)
@@ -600,7 +613,10 @@ class ReasoningCallback(CustomLogger):
                 _ask_for_encrypted_content(kwargs, target)
             if getattr(get_dialect(target.dialect), "patch_body", False):
                 state.body_patch = (target.dialect, rendered.messages)
+            elif state.layouts:
+                state.body_patch = (_LAYOUT_PATCH, rendered.messages)
             if self._claude_without_thinking(target, [kwargs], rendered.messages):
+                state.layouts, state.body_patch = {}, None
                 # LiteLLM's `modify_params` behaviour, for this call only.
                 kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
                 for name in ("thinking", "reasoning_effort"):
@@ -622,6 +638,9 @@ class ReasoningCallback(CustomLogger):
             body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
             if state is not None and handled:
                 self._attach_decisions(kwargs, state)
+                if patch is not None and patch[0] == _LAYOUT_PATCH and isinstance(body, dict):
+                    _lay_out_claude_body(body, patch[1], state.layouts)
+                    return
                 if patch is not None and isinstance(body, dict):
                     # Rendered already; put what LiteLLM's translation lost back on the body.
                     body["messages"] = _patch_assistants(
@@ -639,13 +658,14 @@ class ReasoningCallback(CustomLogger):
             try:
                 if not isinstance(messages, list):
                     raise TypeError("no messages to render")
-                rendered, target = self._render_sync(kwargs, messages, self._start(kwargs))
+                state = self._start(kwargs)
+                rendered, target = self._render_sync(kwargs, messages, state)
             except Exception as exc:
                 self._fail("rendering the request", exc)
                 body["messages"] = _without_turn(wire)
                 return
             if isinstance(get_dialect(target.dialect), AnthropicDialect):
-                self._patch_anthropic_body(body, rendered, target, kwargs)
+                self._patch_anthropic_body(body, rendered, target, kwargs, state.layouts)
                 return
             if callable(getattr(get_dialect(target.dialect), "patch_wire", None)):
                 body["messages"] = _patch_assistants(
@@ -713,26 +733,21 @@ class ReasoningCallback(CustomLogger):
         return True
 
     def _patch_anthropic_body(
-        self, body: dict[str, Any], rendered: Rendered, target: Target, kwargs: Any
+        self,
+        body: dict[str, Any],
+        rendered: Rendered,
+        target: Target,
+        kwargs: Any,
+        layouts: Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]],
     ) -> None:
-        """Sync calls to Claude: put each assistant message's rendered thinking blocks first in
-        its Anthropic-native content (LiteLLM already translated the client's messages)."""
+        """Sync calls to Claude: put each assistant message's rendered thinking blocks in its
+        Anthropic-native content (LiteLLM already translated the client's messages): where they
+        stood in the reply when its record says so, first otherwise."""
         wire = body["messages"] = _without_turn(body["messages"])
-        runs: list[list[dict[str, Any]]] = []
-        previous = None
-        for message in rendered.messages:
-            role = message.get("role") if isinstance(message, dict) else None
-            if role in ("system", "developer"):
-                continue
-            if role == "assistant":
-                if previous == "assistant":
-                    runs[-1].append(message)
-                else:
-                    runs.append([message])
-            previous = role
+        runs = _assistant_runs(rendered.messages)
         answers = [m for m in wire if isinstance(m, dict) and m.get("role") == "assistant"]
         if len(runs) != len(answers) or any(
-            sum(bool(m.get("thinking_blocks")) for m in run) > 1 for run in runs
+            sum(bool(rendered.messages[i].get("thinking_blocks")) for i in run) > 1 for run in runs
         ):
             raise RuntimeError(
                 "the Anthropic body does not line up with the rendered messages; left as LiteLLM "
@@ -742,8 +757,8 @@ class ReasoningCallback(CustomLogger):
         for run, sent in zip(runs, answers, strict=True):
             blocks: list[Any] = []
             if not disable:
-                for message in run:
-                    blocks += message.get("thinking_blocks") or []
+                for index in run:
+                    blocks += rendered.messages[index].get("thinking_blocks") or []
             content = sent.get("content")
             if isinstance(content, str):
                 content = [{"type": "text", "text": content}] if content else []
@@ -752,13 +767,13 @@ class ReasoningCallback(CustomLogger):
             rest = [
                 part
                 for part in content
-                if not (
-                    isinstance(part, dict) and part.get("type") in ("thinking", "redacted_thinking")
-                )
+                if not (isinstance(part, dict) and part.get("type") in _BLOCK_TYPES)
             ]
             sent["content"] = [*blocks, *rest]
         if disable:
             body.pop("thinking", None)
+        else:
+            _lay_out_claude_body(body, rendered.messages, layouts)
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -810,7 +825,7 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("assembling a proxy stream", exc)
             return
-        await self._acapture(state, assembled)
+        await self._acapture(state, assembled, chunks)
 
     # ------------------------------------------------------------------ capture side
 
@@ -829,21 +844,26 @@ class ReasoningCallback(CustomLogger):
         self._pending.close(state.id)
         return False
 
-    def _records_of(self, state: CallState, response: Any) -> tuple[Capture, dict[str, Reasoning]]:
+    def _records_of(
+        self, state: CallState, response: Any, source: Any
+    ) -> tuple[Capture, dict[str, Reasoning]]:
         capture = state.claim()
         if capture is None:
             return Capture("", "", None, None), {}
         try:
-            return capture, self._records(capture, response, state.streamed_details)
+            layout = _reply_layout(capture, state, source)
+            return capture, self._records(capture, response, state.streamed_details, layout)
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
             return capture, {}
 
-    def _capture(self, state: CallState | None, response: Any) -> None:
+    def _capture(self, state: CallState | None, response: Any, source: Any = None) -> None:
+        """`source`: the reply's stream chunks, or LiteLLM's logging details holding the raw
+        body (where the order of Claude's blocks is read)."""
         if state is None or not self._capturable(state, response):
             return
         try:
-            capture, records = self._records_of(state, response)
+            capture, records = self._records_of(state, response, source)
             if records:
                 self.store.put_many(capture.scope, records)
                 self.stats["captured"] += _primary(records)
@@ -852,11 +872,11 @@ class ReasoningCallback(CustomLogger):
         finally:
             self._pending.close(state.id)
 
-    async def _acapture(self, state: CallState | None, response: Any) -> None:
+    async def _acapture(self, state: CallState | None, response: Any, source: Any = None) -> None:
         if state is None or not self._capturable(state, response):
             return
         try:
-            capture, records = self._records_of(state, response)
+            capture, records = self._records_of(state, response, source)
             if records:
                 await self.store.aput_many(capture.scope, records)
                 self.stats["captured"] += _primary(records)
@@ -866,7 +886,11 @@ class ReasoningCallback(CustomLogger):
             self._pending.close(state.id)
 
     def _records(
-        self, call: Capture, response: Any, streamed: StreamedDetails | None = None
+        self,
+        call: Capture,
+        response: Any,
+        streamed: StreamedDetails | None = None,
+        layout: tuple[str, ...] = (),
     ) -> dict[str, Reasoning]:
         output = _responses_output(response)
         if output is None and call.responses_input:
@@ -886,6 +910,10 @@ class ReasoningCallback(CustomLogger):
             reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
             if reasoning is not None:
                 reasoning = _sendable(reasoning)
+            if reasoning is not None and layout and number == 0:
+                calls = message.get("tool_calls") or ()
+                if layout.count("r") == len(reasoning.parts) and layout.count("u") == len(calls):
+                    reasoning = dataclasses.replace(reasoning, layout=layout)
             if reasoning is None or reasoning.is_empty:
                 continue
             if reasoning.text == _REDACTED:
@@ -913,7 +941,7 @@ class ReasoningCallback(CustomLogger):
     ) -> Any:
         state = state_of(request_data)
         if _call_type_name(call_type) in _COMPLETION_CALL_TYPES:
-            await self._acapture(state, response)
+            await self._acapture(state, response, details_of(request_data))
         elif _call_type_name(call_type) in _RESPONSES_CALL_TYPES:
             capture = state.capture if state is not None else None
             if capture is not None and capture.responses_input and _responses_output(response):
@@ -923,12 +951,12 @@ class ReasoningCallback(CustomLogger):
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        await self._acapture(state_in(kwargs), response_obj)
+        await self._acapture(state_in(kwargs), response_obj, kwargs)
 
     def log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        self._capture(state_in(kwargs), response_obj)
+        self._capture(state_in(kwargs), response_obj, kwargs)
 
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
@@ -1193,6 +1221,74 @@ def _sendable(reasoning: Reasoning) -> Reasoning | None:
     return dataclasses.replace(reasoning, parts=parts)
 
 
+_BLOCK_TYPES = ("thinking", "redacted_thinking")
+
+_LAYOUT_PATCH = "claude block order"
+"""`CallState.body_patch` kind: Claude's blocks put back in their original order."""
+
+
+def _layouts(
+    rendered: Rendered, stored: Mapping[int, Reasoning]
+) -> dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]]:
+    """For each kept Claude message whose record knows where its blocks stood: the layout and
+    its blocks in their original order. A client that kept the blocks gets them in that order
+    too (LiteLLM and many clients regroup them), when they are exactly the recorded blocks."""
+    out: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = {}
+    for index in rendered.kept:
+        message = rendered.messages[index]
+        sent = message.get("thinking_blocks") if isinstance(message, dict) else None
+        found = ordered_blocks(stored.get(index), sent if isinstance(sent, list) else [])
+        if found is None:
+            continue
+        out[index] = found
+        if sent != found[1]:
+            rendered.messages[index] = {**message, "thinking_blocks": found[1]}
+    return out
+
+
+def _assistant_runs(messages: Sequence[Any]) -> list[list[int]]:
+    """Indices of the rendered assistant messages, grouped as the Anthropic body holds them
+    (LiteLLM merges consecutive assistant messages; system messages leave the list)."""
+    runs: list[list[int]] = []
+    previous = None
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role in ("system", "developer"):
+            continue
+        if role == "assistant":
+            if previous == "assistant":
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        previous = role
+    return runs
+
+
+def _lay_out_claude_body(
+    body: dict[str, Any],
+    rendered: Sequence[Any],
+    layouts: Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]],
+) -> None:
+    """Each laid-out assistant message of the Anthropic body LiteLLM built, its blocks where
+    they stood in the reply (LiteLLM puts every thinking block first). A message that does not
+    line up is left as LiteLLM built it."""
+    wire = body.get("messages")
+    if not isinstance(wire, list) or not layouts:
+        return
+    answers = [m for m in wire if isinstance(m, dict) and m.get("role") == "assistant"]
+    runs = _assistant_runs(rendered)
+    if len(runs) != len(answers):
+        return
+    for run, sent in zip(runs, answers, strict=True):
+        found = layouts.get(run[0]) if len(run) == 1 else None
+        content = sent.get("content")
+        if found is None or not isinstance(content, list):
+            continue
+        laid_out = apply_layout(content, *found)
+        if laid_out is not None:
+            sent["content"] = laid_out
+
+
 def _wanted_keys(keys: Mapping[int, str], legacy: Mapping[int, str] | None) -> list[str]:
     return sorted({*keys.values(), *(legacy.values() if legacy else ())})
 
@@ -1212,6 +1308,36 @@ def _stored_records(
 
 def _primary(records: Mapping[str, Reasoning]) -> int:
     return sum(not record.superseded for record in records.values())
+
+
+def _reply_layout(capture: Capture, state: CallState, source: Any) -> tuple[str, ...]:
+    """Where Claude's blocks stood in the reply (`anthropic.layout_of_*`): from the stream's
+    chunks, or from the raw body LiteLLM keeps in its logging details. Empty when unknown."""
+    if capture.provider not in CLAUDE_PROVIDERS:
+        return ()
+    chunks = source if isinstance(source, list) else None
+    if chunks is None and state.stream is not None:
+        wrapper = state.stream()
+        chunks = list(getattr(wrapper, "chunks", None) or ()) if wrapper is not None else None
+    if chunks is not None:
+        return layout_of_deltas(
+            choices[0].delta
+            for chunk in chunks
+            if (choices := getattr(chunk, "choices", None)) and getattr(choices[0], "delta", None)
+        )
+    raw = source.get("original_response") if isinstance(source, dict) else None
+    if not isinstance(raw, str | bytes) or not raw:
+        return ()
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return ()
+    if not isinstance(body, dict):
+        return ()
+    content = body.get("content")
+    if content is None:  # Bedrock Converse
+        content = ((body.get("output") or {}).get("message") or {}).get("content")
+    return layout_of_blocks(content) if isinstance(content, list) else ()
 
 
 def _finishes(chunk: Any) -> bool:

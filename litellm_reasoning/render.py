@@ -64,6 +64,19 @@ def _accepted(dialect: Dialect, reasoning: Reasoning) -> bool:
     return bool(accepts(reasoning)) if callable(accepts) else True
 
 
+def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
+    """The turn rule's start, moved back where the target's own validity rule requires more
+    (Claude's open tool loop). A provider rule only ever adds to the current turn."""
+    start = current_turn_start(messages)
+    if getattr(dialect, "keeps_open_tool_loop", False):
+        from .dialects.anthropic import open_tool_loop
+
+        loop = open_tool_loop(messages)
+        if loop is not None and loop <= start:
+            return loop - 1
+    return start
+
+
 def plan(
     messages: Sequence[Any],
     dialect: Dialect,
@@ -78,7 +91,7 @@ def plan(
         policy = TurnPolicy.NONE
     if dialect.passthrough or policy is TurnPolicy.NONE:
         return []
-    turn_start = current_turn_start(messages)
+    turn_start = effective_turn_start(messages, dialect)
     indices = assistant_indices(messages) if assistant is None else assistant
     if policy is not TurnPolicy.ALL_TURNS:
         indices = [i for i in indices if policy.keeps(i, messages[i], turn_start)]
@@ -178,7 +191,7 @@ def render(
     stored = stored or {}
     if not dialect.accepts_reasoning:
         policy = TurnPolicy.NONE
-    turn_start = current_turn_start(messages)
+    turn_start = effective_turn_start(messages, dialect)
     out = list(messages)
     result = Rendered(messages=out, turn_start=turn_start)
     if flagged is None:

@@ -14,6 +14,12 @@ PartKind = Literal["thinking", "redacted", "encrypted"]
 SCHEMA_VERSION = 1
 
 
+def _layout(raw: Any) -> tuple[str, ...]:
+    if not isinstance(raw, list) or not all(isinstance(entry, str) for entry in raw):
+        return ()
+    return tuple(raw)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningPart:
     """One piece of reasoning, in the order the provider produced it."""
@@ -76,6 +82,10 @@ class Reasoning:
     superseded: bool = False
     """A copy kept under the previous release's key for its replicas during a rolling upgrade
     (`identity.legacy_tool_call_key`); this release never restores one."""
+    layout: tuple[str, ...] = ()
+    """Where each block stood among the reply's content blocks, in order (Claude): `r` the next
+    reasoning part, `u` the next tool call, `t<n>` a text block of n characters. Empty: not
+    known (the reasoning goes first, as LiteLLM puts it)."""
 
     @property
     def text(self) -> str:
@@ -95,6 +105,8 @@ class Reasoning:
         }
         if self.superseded:
             out["superseded"] = True  # ignored by 0.1.0, which reads the rest as before
+        if self.layout:
+            out["layout"] = list(self.layout)  # ignored by 0.1.0 too
         return out
 
     @classmethod
@@ -106,6 +118,7 @@ class Reasoning:
             provider=raw.get("provider"),
             model=raw.get("model"),
             superseded=raw.get("superseded") is True,
+            layout=_layout(raw.get("layout")),
         )
 
     @classmethod

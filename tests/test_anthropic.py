@@ -137,7 +137,10 @@ class TestDialect:
         assert tool_loop_needs_thinking([{"role": "user", "content": "q"}, call, result])
         with_blocks = {**call, "thinking_blocks": [_block("t", SIG_A)]}
         assert not tool_loop_needs_thinking([with_blocks, result])
-        assert not tool_loop_needs_thinking([call, result, {"role": "user", "content": "new"}])
+        # A user message after the tool results: LiteLLM merges both into one Anthropic user
+        # message, so the loop is still open and Claude still wants the block (a 400 without).
+        assert tool_loop_needs_thinking([call, result, {"role": "user", "content": "new"}])
+        assert not tool_loop_needs_thinking([call, {"role": "user", "content": "new"}])
         assert thinking_requested([{"thinking": THINKING}])
         assert thinking_requested([{"reasoning_effort": "low"}])
         assert not thinking_requested([{"thinking": {"type": "disabled"}}, {}])

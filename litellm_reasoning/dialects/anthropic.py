@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ..policy import TurnPolicy
 from ..types import Reasoning, ReasoningPart
 from ._base import strip_reasoning
 
@@ -82,7 +83,11 @@ def bedrock_redacted_content(data: str) -> str:
 
 def tool_loop_needs_thinking(messages: Sequence[Any]) -> bool:
     """True when the request answers tool calls of an assistant message that carries no
-    thinking block: with thinking on, Claude rejects that request."""
+    thinking block: with thinking on, Claude rejects that request. A user message after the
+    tool results still answers them (`open_tool_loop`)."""
+    loop = open_tool_loop(messages)
+    if loop is not None:
+        messages = messages[: loop + 1]
     for message in reversed(messages):
         if not isinstance(message, dict):
             return False
@@ -112,6 +117,10 @@ def thinking_requested(params: Sequence[Any]) -> bool:
 
 class AnthropicDialect:
     """Claude on the Anthropic API: signed `thinking_blocks` from Anthropic, or from the client."""
+
+    keeps_open_tool_loop: ClassVar[bool] = True
+    """Claude's validity rule adds to the turn rule: the open tool loop's message keeps its
+    blocks (`open_tool_loop`)."""
 
     name: ClassVar[str] = "anthropic"
     platform: ClassVar[str] = "anthropic"
@@ -149,3 +158,182 @@ class VertexClaudeDialect(AnthropicDialect):
 
     name: ClassVar[str] = "anthropic_vertex"
     platform: ClassVar[str] = "vertex_ai"
+
+
+# ------------------------------------------------------------------ block order (interleaved)
+
+CLAUDE_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"})
+"""LiteLLM providers whose replies carry Claude's content blocks."""
+
+
+def _default_layout(layout: Sequence[str]) -> bool:
+    """Reasoning first, then at most one text, then the tool calls: how LiteLLM lays out an
+    assistant message anyway (nothing to remember)."""
+    stage = 0
+    texts = 0
+    for entry in layout:
+        rank = 0 if entry == "r" else 1 if entry.startswith("t") else 2
+        if rank < stage:
+            return False
+        texts += rank == 1
+        stage = rank
+    return texts <= 1
+
+
+def layout_of_blocks(blocks: Sequence[Any]) -> tuple[str, ...]:
+    """The layout of a reply's content blocks, in the Anthropic Messages form (Anthropic API,
+    Vertex, Bedrock invoke) or the Bedrock Converse form. Empty when a block is of a kind this
+    does not know (server tools, citations): then nothing is reordered."""
+    out: list[str] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            return ()
+        kind = block.get("type")
+        if kind in ("thinking", "redacted_thinking") or "reasoningContent" in block:
+            out.append("r")
+        elif kind == "tool_use" or "toolUse" in block:
+            out.append("u")
+        elif kind == "text" or (kind is None and isinstance(block.get("text"), str)):
+            text = block.get("text")
+            out.append(f"t{len(text) if isinstance(text, str) else 0}")
+        else:
+            return ()
+    return () if _default_layout(out) else tuple(out)
+
+
+def layout_of_deltas(deltas: Iterable[Any]) -> tuple[str, ...]:
+    """The layout of a streamed reply from its chunks' deltas, in the order LiteLLM yielded
+    them (each block's first piece marks its place)."""
+    out: list[str] = []
+    thinking_seen: set[Any] = set()
+    calls_seen: set[Any] = set()
+    text_run = 0
+    for delta in deltas:
+        for block in getattr(delta, "thinking_blocks", None) or ():
+            index = block.get("index") if isinstance(block, dict) else None
+            key = ("i", index) if index is not None else ("n", len(thinking_seen))
+            if key not in thinking_seen:
+                thinking_seen.add(key)
+                out.append("r")
+                text_run = 0
+        for call in getattr(delta, "tool_calls", None) or ():
+            index = getattr(call, "index", None)
+            if index is None and isinstance(call, dict):
+                index = call.get("index")
+            if index not in calls_seen:
+                calls_seen.add(index)
+                out.append("u")
+                text_run = 0
+        content = getattr(delta, "content", None)
+        if isinstance(content, str) and content:
+            if text_run:
+                text_run += len(content)
+                out[-1] = f"t{text_run}"
+            else:
+                text_run = len(content)
+                out.append(f"t{text_run}")
+    return () if _default_layout(out) else tuple(out)
+
+
+def _signatures(blocks: Sequence[Any]) -> list[Any]:
+    return sorted(
+        str(b.get("signature") or b.get("data") or "") for b in blocks if isinstance(b, dict)
+    )
+
+
+def ordered_blocks(
+    reasoning: Reasoning | None, sent: Sequence[Any]
+) -> tuple[tuple[str, ...], list[dict[str, Any]]] | None:
+    """The layout and the blocks in their original order, when `reasoning` (the stored record)
+    knows its layout and `sent` (the blocks rendered on the message) are exactly its blocks."""
+    if reasoning is None or not reasoning.layout:
+        return None
+    blocks = thinking_blocks(reasoning)
+    if len(blocks) != len(reasoning.parts) or reasoning.layout.count("r") != len(blocks):
+        return None
+    if _signatures(blocks) != _signatures(sent):
+        return None
+    return reasoning.layout, blocks
+
+
+def apply_layout(
+    content: Sequence[Any], layout: Sequence[str], blocks: Sequence[dict[str, Any]]
+) -> list[Any] | None:
+    """An Anthropic-format assistant `content` (as LiteLLM built it: reasoning, text, tool
+    uses) in its original order. None when it does not line up (then it is left alone)."""
+    reasoning = [b for b in content if isinstance(b, dict) and b.get("type") in _BLOCK_KINDS]
+    texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if len(reasoning) + len(texts) + len(uses) != len(content):
+        return None
+    if _signatures(reasoning) != _signatures(blocks):
+        return None
+    text_entries = [entry for entry in layout if entry.startswith("t")]
+    if any(set(t) - {"type", "text"} for t in texts) and len(text_entries) > 1:
+        return None  # a text block with extras (cache_control) is not split
+    text = "".join(str(t.get("text") or "") for t in texts)
+    out: list[Any] = []
+    next_block = next_use = position = 0
+    try:
+        for entry in layout:
+            if entry == "r":
+                out.append(blocks[next_block])
+                next_block += 1
+            elif entry == "u":
+                out.append(uses[next_use])
+                next_use += 1
+            else:
+                size = int(entry[1:])
+                piece, position = text[position : position + size], position + size
+                if piece:  # Claude rejects empty text blocks
+                    out.append(
+                        texts[0]
+                        if len(texts) == 1 == len(text_entries)
+                        else {"type": "text", "text": piece}
+                    )
+    except (IndexError, ValueError):
+        return None
+    if next_block != len(blocks) or next_use != len(uses) or position != len(text):
+        return None
+    return out
+
+
+_BLOCK_KINDS = frozenset({"thinking", "redacted_thinking"})
+
+
+def open_tool_loop(messages: Sequence[Any]) -> int | None:
+    """The assistant message whose tool calls the request's last user message still answers
+    (LiteLLM merges trailing tool results and user text into one Anthropic user message):
+    `[…, assistant tool_use, tool result(s), user "new question"]`. For Claude that tool loop
+    is still open, so that message must keep its blocks whatever the turn rule says. None:
+    the request does not end that way."""
+    index = len(messages) - 1
+    while index >= 0 and _role(messages[index]) == "user":
+        index -= 1
+    if index == len(messages) - 1:
+        return None  # no trailing user message: the turn rule already covers the loop
+    results = index
+    while index >= 0 and _role(messages[index]) in ("tool", "function"):
+        index -= 1
+    if index == results or index < 0:
+        return None
+    message = messages[index]
+    if _role(message) == "assistant" and message.get("tool_calls"):
+        return index
+    return None
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def layout_candidates(
+    messages: Sequence[Any], policy: TurnPolicy, assistant: Sequence[int], turn_start: int
+) -> list[int]:
+    """Kept assistant messages with tool calls: their stored records say where their blocks
+    stood, also when the client kept the blocks (LiteLLM regroups them)."""
+    return [
+        i
+        for i in assistant
+        if messages[i].get("tool_calls") and policy.keeps(i, messages[i], turn_start)
+    ]

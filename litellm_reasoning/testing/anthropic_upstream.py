@@ -96,16 +96,113 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
     return "".join(out)
 
 
+_BLOCKS = ("thinking", "redacted_thinking")
+
+
+def _fingerprint(block: Any) -> tuple[Any, ...]:
+    """What identifies a content block when comparing a sent message with a reply."""
+    if not isinstance(block, dict):
+        return ("?",)
+    kind = block.get("type")
+    if kind == "thinking":
+        return (kind, block.get("thinking"), block.get("signature"))
+    if kind == "redacted_thinking":
+        return (kind, block.get("data"))
+    if kind == "tool_use":
+        return (kind, block.get("id"))
+    if kind == "text":
+        return (kind, block.get("text"))
+    return (str(kind),)
+
+
+def _thinking_on(body: dict[str, Any]) -> bool:
+    thinking = body.get("thinking")
+    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+
+
+def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> str | None:
+    """Claude's validation of a request's thinking blocks, with the API's own error texts
+    (shared notes, provider rules §1): None when it passes. `issued`: the content of every
+    reply the server gave, to recognise its own blocks."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not _thinking_on(body):
+        return None
+    for i, message in enumerate(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "assistant" or not isinstance(content, list) or not content:
+            continue
+        kinds = [b.get("type") if isinstance(b, dict) else None for b in content]
+        if any(k in _BLOCKS for k in kinds) and kinds[0] not in _BLOCKS:
+            return (
+                f"messages.{i}.content.0: If an assistant message contains any thinking blocks, "
+                f"the first block must be thinking or redacted_thinking. Found {kinds[0]}."
+            )
+    last_user = max((i for i, m in enumerate(messages) if m.get("role") == "user"), default=-1)
+    user_content = messages[last_user].get("content") if last_user >= 0 else None
+    answers_tools = isinstance(user_content, list) and any(
+        isinstance(b, dict) and b.get("type") == "tool_result" for b in user_content
+    )
+    previous = last_user - 1
+    if answers_tools and previous >= 0 and messages[previous].get("role") == "assistant":
+        content = messages[previous].get("content")
+        blocks = content if isinstance(content, list) else [{"type": "text"}]
+        first = blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else "text"
+        if first not in _BLOCKS:
+            return (
+                f"messages.{previous}.content.0.type: Expected `thinking` or "
+                f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final "
+                "`assistant` message must start with a thinking block (preceeding the lastmost "
+                "set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
+                "blocks from previous turns. To avoid this requirement, disable `thinking`."
+            )
+    latest = max((i for i, m in enumerate(messages) if m.get("role") == "assistant"), default=-1)
+    content = messages[latest].get("content") if latest >= 0 else None
+    if isinstance(content, list):
+        sent = [_fingerprint(b) for b in content]
+        for reply in issued:
+            original = [_fingerprint(b) for b in reply]
+            own = {f for f in original if f[0] in _BLOCKS}
+            if own and own & set(sent) and sent != original:
+                j = next(
+                    (n for n, (a, b) in enumerate(zip(sent, original, strict=False)) if a != b),
+                    min(len(sent), len(original)),
+                )
+                return (
+                    f"messages.{latest}.content.{j}: `thinking` or `redacted_thinking` blocks in "
+                    "the latest assistant message cannot be modified. These blocks must remain "
+                    "as they were in the original response."
+                )
+    return None
+
+
 class AnthropicUpstream(ScriptedServer[AnthropicReply]):
-    """The Anthropic Messages API server. LiteLLM appends `/v1/messages` to its `base_url`."""
+    """The Anthropic Messages API server. LiteLLM appends `/v1/messages` to its `base_url`.
+
+    `strict=True`: requests are validated as Claude validates thinking blocks
+    (`claude_refusal`), and refused with its status and error texts."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, strict: bool = False) -> None:
+        super().__init__(host, port)
+        self.strict = strict
+        self.issued: list[list[dict[str, Any]]] = []
+        self.refusals: list[str] = []
 
     def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
+        refusal = claude_refusal(body, self.issued) if self.strict else None
+        if refusal is not None:
+            self.refusals.append(refusal)
+            error = {
+                "type": "error",
+                "error": {"type": "invalid_request_error", "message": refusal},
+            }
+            return 400, "application/json", json.dumps(error).encode()
         if reply is None:
             error = {
                 "type": "error",
                 "error": {"type": "invalid_request_error", "message": "no scripted reply"},
             }
             return 400, "application/json", json.dumps(error).encode()
+        self.issued.append(reply.content)
         model = str(body.get("model", ""))
         if body.get("stream"):
             return 200, "text/event-stream", sse_from_reply(model, reply).encode()

@@ -1,0 +1,254 @@
+"""Claude exactly as it answered: interleaved thinking keeps its place among the reply's blocks,
+and the tool loop a new user message interrupts keeps its blocks, on every call path, streamed
+or not, for a client that drops reasoning and one that keeps LiteLLM's `thinking_blocks`.
+
+The local Claude server is strict (`AnthropicUpstream(strict=True)`): it refuses, with the API's
+own texts, an assistant message whose thinking is not first, a tool loop whose message has no
+block, and a latest assistant message whose blocks differ from the reply it came from."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import litellm
+import pytest
+from clients import dropping_client
+from conftest import register
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.dialects.anthropic import apply_layout, layout_of_blocks
+from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+
+CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
+SIG = [
+    "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/=",
+    "EroCCmUIDhgCKkC+NWw0dWjXDUtFhxyU7T1jL1I74woU7bJADq7xTdoI1tp+nO7q/w==",
+    "ErcBCkgICBACGAIiQHx0c2gEr1M5m9W3xY1nB2OUnVvM0L6t4v8k1p2XQf3c7aQ==",
+    "EpwCCkYIBxgCKkDDyZy1YLkC9x8cGZ6OHr0vQfLhE7aX3cUmGfW+Yk9kUs5Ad2A==",
+]
+
+
+def _thinking(text: str, signature: str) -> dict[str, Any]:
+    return {"type": "thinking", "thinking": text, "signature": signature}
+
+
+def _use(call_id: str, path: str) -> dict[str, Any]:
+    return {"type": "tool_use", "id": call_id, "name": "read_file", "input": {"path": path}}
+
+
+def _result(call_id: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
+def keeping_client(message: Any) -> dict[str, Any]:
+    """A client that sends back what LiteLLM gave it: content, tool calls, `thinking_blocks`
+    (LiteLLM's list: every thinking block, none of their places)."""
+    out = dropping_client(message)
+    blocks = getattr(message, "thinking_blocks", None)
+    if blocks:
+        out["thinking_blocks"] = [
+            {k: v for k, v in dict(b).items() if k in ("type", "thinking", "signature", "data")}
+            for b in blocks
+        ]
+    return out
+
+
+CLIENTS = {"drops": dropping_client, "keeps": keeping_client}
+
+
+@pytest.fixture(scope="module")
+def claude() -> Iterator[AnthropicUpstream]:
+    with AnthropicUpstream(strict=True) as up:
+        yield up
+
+
+@pytest.fixture
+def callback() -> Iterator[ReasoningCallback]:
+    yield register(ReasoningCallback(capture_wait_seconds=10.0))
+    litellm.logging_callback_manager._reset_all_callbacks()
+
+
+async def call(
+    how: str, model: str, claude: AnthropicUpstream, messages: list[Any], *, stream: bool
+) -> Any:
+    """One request; returns LiteLLM's reply message."""
+    params: dict[str, Any] = {
+        "messages": messages,
+        "stream": stream,
+        "tools": [TOOL],
+        "thinking": THINKING,
+        "max_tokens": 2048,
+    }
+    target: Any = litellm
+    deployment = {"model": f"anthropic/{model}", "api_base": claude.base_url, "api_key": "k"}
+    if how.startswith("router."):
+        target = litellm.Router(
+            model_list=[{"model_name": "group", "litellm_params": deployment}], num_retries=0
+        )
+        params["model"] = "group"
+    else:
+        params.update(deployment)
+
+    def assemble(chunks: list[Any]) -> Any:
+        built = litellm.stream_chunk_builder(chunks)
+        assert built is not None
+        return built.choices[0].message
+
+    if how.endswith("acompletion"):
+        response = await target.acompletion(**params)
+        return assemble([c async for c in response]) if stream else response.choices[0].message
+
+    def run() -> Any:
+        response = target.completion(**params)
+        return assemble(list(response)) if stream else response.choices[0].message
+
+    return await asyncio.to_thread(run)
+
+
+def _assistant_content(body: dict[str, Any], n: int) -> list[Any]:
+    return [m for m in body["messages"] if m["role"] == "assistant"][n]["content"]
+
+
+# ------------------------------------------------------------------ pure: layouts
+
+
+def test_a_layout_puts_blocks_back_where_they_stood() -> None:
+    original = [
+        _thinking("A", SIG[0]),
+        {"type": "text", "text": "Let me look."},
+        _use("toolu_1", "a.py"),
+        _thinking("B", SIG[1]),
+        {"type": "text", "text": "And this."},
+        _use("toolu_2", "b.py"),
+    ]
+    layout = layout_of_blocks(original)
+    assert layout == ("r", "t12", "u", "r", "t9", "u")
+    regrouped = [  # as LiteLLM builds it from thinking_blocks, content and tool_calls
+        original[0],
+        original[3],
+        {"type": "text", "text": "Let me look.And this."},
+        original[2],
+        original[5],
+    ]
+    assert apply_layout(regrouped, layout, [original[0], original[3]]) == original
+    # What does not line up is left alone.
+    assert apply_layout(regrouped[:-1], layout, [original[0], original[3]]) is None
+    assert layout_of_blocks([original[0], original[1], original[2]]) == ()  # LiteLLM's own order
+
+
+# ------------------------------------------------------------------ interleaved thinking
+
+
+INTERLEAVED = {
+    "plain": [
+        _thinking("I need a.py.", SIG[0]),
+        _use("toolu_a1", "a.py"),
+        _thinking("And b.py, separately.", SIG[1]),
+        _use("toolu_a2", "b.py"),
+    ],
+    "with-text": [
+        _thinking("I need a.py.", SIG[2]),
+        {"type": "text", "text": "Reading a.py."},
+        _use("toolu_b1", "a.py"),
+        _thinking("", SIG[3]),
+        {"type": "redacted_thinking", "data": "EvgFCkYIBxgCKkBmxKtCnM3xlr1zpw0Ik4FY0bnznK"},
+        {"type": "text", "text": "Then b.py."},
+        _use("toolu_b2", "b.py"),
+    ],
+}
+
+
+@pytest.mark.parametrize("shape", sorted(INTERLEAVED))
+@pytest.mark.parametrize("client", sorted(CLIENTS))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", CALLS)
+async def test_interleaved_blocks_go_back_in_their_original_order(
+    how: str,
+    stream: bool,
+    client: str,
+    shape: str,
+    claude: AnthropicUpstream,
+    callback: ReasoningCallback,
+) -> None:
+    model = "claude-sonnet-4-6"
+    reply = INTERLEAVED[shape]
+    claude.script(model, AnthropicReply(reply), AnthropicReply([{"type": "text", "text": "Done."}]))
+    before = len(claude.bodies(model))
+    refused = len(claude.refusals)
+    history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+    message = await call(how, model, claude, list(history), stream=stream)
+    history.append(CLIENTS[client](message))
+    history += [_result(c["id"]) for c in history[-1]["tool_calls"]]
+    done = await call(how, model, claude, list(history), stream=stream)
+    assert claude.refusals[refused:] == []
+    assert done.content == "Done."
+    wire = claude.bodies(model)[before:]
+    assert _assistant_content(wire[1], 0) == reply
+    assert callback.stats["errors"] == 0
+
+
+async def test_all_turns_keeps_every_earlier_message_in_its_order(
+    claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Opus 4.6 keeps earlier turns' thinking: after a new turn the earlier interleaved reply
+    still goes back exactly as it came, so each request extends the previous one."""
+    model = "claude-opus-4-6"
+    reply = INTERLEAVED["plain"]
+    claude.script(
+        model,
+        AnthropicReply(reply),
+        AnthropicReply([_thinking("Both read.", SIG[2]), {"type": "text", "text": "Done."}]),
+        AnthropicReply([{"type": "text", "text": "Bye."}]),
+    )
+    before = len(claude.bodies(model))
+    history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+    history.append(dropping_client(await call("acompletion", model, claude, history, stream=False)))
+    history += [_result(c["id"]) for c in history[-1]["tool_calls"]]
+    history.append(dropping_client(await call("acompletion", model, claude, history, stream=True)))
+    history.append({"role": "user", "content": "Thanks."})
+    await call("acompletion", model, claude, list(history), stream=False)
+    wire = claude.bodies(model)[before:]
+    assert _assistant_content(wire[2], 0) == reply
+    assert _assistant_content(wire[2], 1) == [
+        _thinking("Both read.", SIG[2]),
+        {"type": "text", "text": "Done."},
+    ]
+
+
+# ------------------------------------------------------------------ the interrupted tool loop
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", CALLS)
+async def test_a_new_user_message_after_tool_results_keeps_the_loops_blocks(
+    how: str, stream: bool, claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Sonnet 4.5 keeps only the current turn; the client stopped the loop and the user typed:
+    `[…, assistant tool_use, tool result, user "new question"]`. LiteLLM merges the result and
+    the question into one user message, so the loop is still open: its blocks go back."""
+    model = "claude-sonnet-4-5"
+    first = [_thinking("Read a.py first.", SIG[0]), _use("toolu_c1", "a.py")]
+    claude.script(model, AnthropicReply(first), AnthropicReply([{"type": "text", "text": "Sure."}]))
+    before = len(claude.bodies(model))
+    refused = len(claude.refusals)
+    history: list[Any] = [{"role": "user", "content": "Read a.py."}]
+    history.append(dropping_client(await call(how, model, claude, list(history), stream=stream)))
+    history += [_result("toolu_c1"), {"role": "user", "content": "Actually, what is b.py?"}]
+    answer = await call(how, model, claude, list(history), stream=stream)
+    assert claude.refusals[refused:] == []
+    assert answer.content == "Sure."
+    wire = claude.bodies(model)[before:]
+    assert _assistant_content(wire[1], 0) == first
+    assert "thinking" in wire[1]  # kept on: nothing had to be switched off
+    assert callback.stats["thinking_disabled"] == 0
