@@ -116,7 +116,7 @@ def _anthropic_upstream() -> AnthropicUpstream:
     """One local Anthropic server per process, started on first use."""
     global _ANTHROPIC
     if _ANTHROPIC is None:
-        _ANTHROPIC = AnthropicUpstream().start()
+        _ANTHROPIC = AnthropicUpstream(strict=True).start()
     return _ANTHROPIC
 
 

@@ -167,7 +167,7 @@ def _tool_use(call_id: str) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
-    with AnthropicUpstream() as up:
+    with AnthropicUpstream(strict=True) as up:
         yield up
 
 

@@ -252,3 +252,106 @@ async def test_a_new_user_message_after_tool_results_keeps_the_loops_blocks(
     assert _assistant_content(wire[1], 0) == first
     assert "thinking" in wire[1]  # kept on: nothing had to be switched off
     assert callback.stats["thinking_disabled"] == 0
+
+
+# ------------------------------------------------------------------ through the real proxy
+
+
+@pytest.fixture(scope="module")
+def proxy(claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    from proxy_utils import proxy_config, run_proxy
+
+    config = proxy_config(
+        [
+            {
+                "model_name": group,
+                "litellm_params": {
+                    "model": f"anthropic/{model}",
+                    "api_base": claude.base_url,
+                    "api_key": "k",
+                    "thinking": THINKING,
+                    "max_tokens": 2048,
+                },
+            }
+            for group, model in (("order", "claude-sonnet-4-6"), ("loop", "claude-sonnet-4-5"))
+        ]
+    )
+    settings = {"LITELLM_REASONING_STORE": "memory://"}
+    with run_proxy(config, tmp_path_factory.mktemp("claude-order"), env=settings) as running:
+        yield running
+
+
+def _openai_step(client: Any, group: str, history: list[Any], stream: bool) -> dict[str, Any]:
+    """One request with the official openai client; what it keeps of the reply (no reasoning)."""
+    if not stream:
+        message = (
+            client.chat.completions.create(model=group, messages=history, tools=[TOOL])
+            .choices[0]
+            .message
+        )
+        calls = [
+            {"id": c.id, "type": "function", "function": c.function.model_dump()}
+            for c in message.tool_calls or ()
+        ]
+        content = message.content
+    else:
+        pieces: list[str] = []
+        by_index: dict[int, dict[str, Any]] = {}
+        for chunk in client.chat.completions.create(
+            model=group, messages=history, tools=[TOOL], stream=True
+        ):
+            for choice in chunk.choices:
+                pieces.append(choice.delta.content or "")
+                for c in choice.delta.tool_calls or ():
+                    entry = by_index.setdefault(
+                        c.index,
+                        {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
+                    )
+                    entry["id"] = c.id or entry["id"]
+                    if c.function is not None:
+                        entry["function"]["name"] += c.function.name or ""
+                        entry["function"]["arguments"] += c.function.arguments or ""
+        calls = [by_index[i] for i in sorted(by_index)]
+        content = "".join(pieces) or None
+    out: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        out["tool_calls"] = calls
+    return out
+
+
+@pytest.mark.proxy
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+def test_proxy_interleaved_order_and_interrupted_loop_with_the_openai_client(
+    stream: bool, claude: AnthropicUpstream, proxy: Any
+) -> None:
+    import openai
+
+    refused = len(claude.refusals)
+    client: Any = openai.OpenAI(base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0)
+    # Interleaved thinking on Sonnet 4.6.
+    reply = INTERLEAVED["with-text"]
+    claude.script(
+        "claude-sonnet-4-6",
+        AnthropicReply(reply),
+        AnthropicReply([{"type": "text", "text": "Ok."}]),
+    )
+    before = len(claude.bodies("claude-sonnet-4-6"))
+    history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+    history.append(_openai_step(client, "order", history, stream))
+    history += [_result(c["id"]) for c in history[-1]["tool_calls"]]
+    assert _openai_step(client, "order", history, stream)["content"] == "Ok."
+    wire = claude.bodies("claude-sonnet-4-6")[before:]
+    assert _assistant_content(wire[1], 0) == reply
+    # The interrupted loop on Sonnet 4.5 (current turn only).
+    first = [_thinking("Read a.py first.", SIG[0]), _use("toolu_p1", "a.py")]
+    claude.script(
+        "claude-sonnet-4-5", AnthropicReply(first), AnthropicReply([{"type": "text", "text": "B."}])
+    )
+    before = len(claude.bodies("claude-sonnet-4-5"))
+    history = [{"role": "user", "content": "Read a.py."}]
+    history.append(_openai_step(client, "loop", history, stream))
+    history += [_result("toolu_p1"), {"role": "user", "content": "What is b.py?"}]
+    assert _openai_step(client, "loop", history, stream)["content"] == "B."
+    wire = claude.bodies("claude-sonnet-4-5")[before:]
+    assert _assistant_content(wire[1], 0) == first
+    assert claude.refusals[refused:] == [], proxy.log_tail()

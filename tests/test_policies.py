@@ -486,7 +486,7 @@ async def test_each_policy_on_the_wire(
 
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
-    with AnthropicUpstream() as up:
+    with AnthropicUpstream(strict=True) as up:
         yield up
 
 

@@ -65,7 +65,7 @@ O3_DETAILS = recorded_details("openrouter_o3_encrypted_stream")
 
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
-    with AnthropicUpstream() as up:
+    with AnthropicUpstream(strict=True) as up:
         yield up
 
 

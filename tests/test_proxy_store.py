@@ -134,7 +134,7 @@ def upstream() -> Iterator[Upstream]:
 
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
-    with AnthropicUpstream() as up:
+    with AnthropicUpstream(strict=True) as up:
         yield up
 
 

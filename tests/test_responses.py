@@ -187,7 +187,7 @@ async def test_openai_reasoning_does_not_follow_a_switch_to_another_provider(
     its summary as reasoning text)."""
     first, _ = _tool_loop()
     (reasoning,) = [i for i in first["response"]["output"] if i["type"] == "reasoning"]
-    with Upstream() as openai, AnthropicUpstream() as claude:
+    with Upstream() as openai, AnthropicUpstream(strict=True) as claude:
         openai.script("gpt-5", Reply(raw_body=json.dumps(first["response"])))
         messages: list[Json] = [{"role": "user", "content": "Compose a poem."}]
         reply = await litellm.acompletion(

@@ -208,12 +208,21 @@ def layout_of_deltas(deltas: Iterable[Any]) -> tuple[str, ...]:
     thinking_seen: set[Any] = set()
     calls_seen: set[Any] = set()
     text_run = 0
+    open_block = False  # LiteLLM 1.106 gives no index: a block runs until its signature
     for delta in deltas:
         for block in getattr(delta, "thinking_blocks", None) or ():
-            index = block.get("index") if isinstance(block, dict) else None
-            key = ("i", index) if index is not None else ("n", len(thinking_seen))
-            if key not in thinking_seen:
-                thinking_seen.add(key)
+            if not isinstance(block, dict):
+                continue
+            index = block.get("index")
+            if index is not None:
+                new = index not in thinking_seen
+                thinking_seen.add(index)
+            elif block.get("type") == "redacted_thinking":
+                new, open_block = True, False
+            else:
+                new = not (open_block and out and out[-1] == "r")
+                open_block = not block.get("signature")
+            if new:
                 out.append("r")
                 text_run = 0
         for call in getattr(delta, "tool_calls", None) or ():
@@ -224,8 +233,10 @@ def layout_of_deltas(deltas: Iterable[Any]) -> tuple[str, ...]:
                 calls_seen.add(index)
                 out.append("u")
                 text_run = 0
+                open_block = False
         content = getattr(delta, "content", None)
         if isinstance(content, str) and content:
+            open_block = False
             if text_run:
                 text_run += len(content)
                 out[-1] = f"t{text_run}"

@@ -159,19 +159,24 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
     content = messages[latest].get("content") if latest >= 0 else None
     if isinstance(content, list):
         sent = [_fingerprint(b) for b in content]
-        for reply in issued:
-            original = [_fingerprint(b) for b in reply]
-            own = {f for f in original if f[0] in _BLOCKS}
-            if own and own & set(sent) and sent != original:
-                j = next(
-                    (n for n, (a, b) in enumerate(zip(sent, original, strict=False)) if a != b),
-                    min(len(sent), len(original)),
-                )
-                return (
-                    f"messages.{latest}.content.{j}: `thinking` or `redacted_thinking` blocks in "
-                    "the latest assistant message cannot be modified. These blocks must remain "
-                    "as they were in the original response."
-                )
+        # The replies this message's blocks came from (a real signature is unique; a test may
+        # script the same block twice): it must be one of them exactly.
+        originals = [
+            original
+            for original in ([_fingerprint(b) for b in reply] for reply in issued)
+            if {f for f in original if f[0] in _BLOCKS} & set(sent)
+        ]
+        if originals and sent not in originals:
+            original = originals[-1]
+            j = next(
+                (n for n, (a, b) in enumerate(zip(sent, original, strict=False)) if a != b),
+                min(len(sent), len(original)),
+            )
+            return (
+                f"messages.{latest}.content.{j}: `thinking` or `redacted_thinking` blocks in "
+                "the latest assistant message cannot be modified. These blocks must remain "
+                "as they were in the original response."
+            )
     return None
 
 
