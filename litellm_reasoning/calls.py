@@ -52,6 +52,8 @@ class CallState:
     captured: bool = False
     summary: dict[str, Any] | None = None
     """The decisions summary, until LiteLLM's logging metadata exists (`log_pre_api_call`)."""
+    reported: dict[str, Any] | None = None
+    """The summary as attached to LiteLLM's logging metadata (what the reply adds to)."""
     body_patch: tuple[str, list[Any]] | None = None
     """(dialect, rendered messages) when the provider body is patched too (Mistral)."""
     responses_items: dict[int, dict[str, Any]] = field(default_factory=dict)

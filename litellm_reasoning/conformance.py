@@ -15,7 +15,10 @@ A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
   (`POST /v1/messages`, JSON and SSE). `reasoning` is then the reply's Anthropic thinking
   blocks (signed `thinking`, `redacted_thinking`), which a `keeps` client sends back as
   `thinking_blocks` and the server answers with in `drops` mode; `expect` is the `messages` of
-  the Anthropic request body (`role`, `content` blocks).
+  the Anthropic request body (`role`, `content` blocks). An assistant message's optional
+  `blocks` is the reply's whole content in its order (interleaved thinking); its `reasoning`,
+  `content` and `tool_calls` are then what LiteLLM makes of it. The server validates as Claude
+  does (`AnthropicUpstream(strict=True)`).
 
 Every case runs for each call shape (acompletion, completion, Router async and sync), streamed and
 not, and for each client: `keeps` sends the reasoning back itself as `reasoning_content`; `drops`
@@ -84,7 +87,7 @@ def load_cases(paths: Iterable[str | Path]) -> list[Case]:
 
 def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
     """The message as the client sends it: `reasoning` kept as `reasoning_content`, or dropped."""
-    out = {k: v for k, v in message.items() if k != "reasoning"}
+    out = {k: v for k, v in message.items() if k not in ("reasoning", "blocks")}
     if keeps and message.get("role") == "assistant" and message.get("reasoning"):
         reasoning = message["reasoning"]
         out["thinking_blocks" if isinstance(reasoning, list) else "reasoning_content"] = reasoning
@@ -92,7 +95,11 @@ def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
 
 
 def _anthropic_reply_for(message: dict[str, Any]) -> AnthropicReply:
-    """The Anthropic reply that produces `message`: its thinking blocks, text and tool uses."""
+    """The Anthropic reply that produces `message`: its `blocks` as given (the reply's whole
+    content in its order, for interleaved thinking), else its thinking blocks, text and tool
+    uses."""
+    if isinstance(message.get("blocks"), list):
+        return AnthropicReply(list(message["blocks"]))
     blocks: list[dict[str, Any]] = list(message.get("reasoning") or [])
     if message.get("content"):
         blocks.append({"type": "text", "text": message["content"]})

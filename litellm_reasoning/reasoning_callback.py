@@ -547,6 +547,7 @@ class ReasoningCallback(CustomLogger):
         if isinstance(params, dict) and isinstance(kwargs, dict) and "additional_args" in kwargs:
             # Sync path: `kwargs` is LiteLLM's logging state itself.
             _attach_summary(params, summary)
+            state.reported = summary
             return
         state.summary = summary
 
@@ -558,6 +559,7 @@ class ReasoningCallback(CustomLogger):
         params = kwargs.get("litellm_params")
         if summary is not None and isinstance(params, dict):
             _attach_summary(params, summary)
+            state.reported = summary
 
     def _sign_gemini_steps(self, request: _Request, rendered: Rendered) -> None:
         """Gemini 3+ rejects a current-turn step whose first function call is unsigned (a call
@@ -837,6 +839,25 @@ class ReasoningCallback(CustomLogger):
             return None
         return litellm.stream_chunk_builder(chunks=list(getattr(wrapper, "chunks", None) or ()))
 
+    def _report_transformations(
+        self, capture: Capture, state: CallState, response: Any, source: Any
+    ) -> None:
+        """Claude's `input_transformations` (blocks of the request the API dropped or let
+        through silently): into the request's decisions summary, counted, logged at DEBUG."""
+        if capture.provider not in CLAUDE_PROVIDERS:
+            return
+        found = _input_transformations(response, source)
+        if not found:
+            return
+        self.stats["input_transformations"] += len(found)
+        if state.reported is not None:
+            state.reported["input_transformations"] = found
+        logger.debug(
+            "litellm-reasoning: Claude transformed %d block(s) of the request: %s",
+            len(found),
+            found,
+        )
+
     def _capturable(self, state: CallState, response: Any) -> bool:
         if _may_capture(state, response):
             return True
@@ -852,6 +873,7 @@ class ReasoningCallback(CustomLogger):
             return Capture("", "", None, None), {}
         try:
             layout = _reply_layout(capture, state, source)
+            self._report_transformations(capture, state, response, source)
             return capture, self._records(capture, response, state.streamed_details, layout)
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
@@ -1338,6 +1360,37 @@ def _reply_layout(capture: Capture, state: CallState, source: Any) -> tuple[str,
     if content is None:  # Bedrock Converse
         content = ((body.get("output") or {}).get("message") or {}).get("content")
     return layout_of_blocks(content) if isinstance(content, list) else ()
+
+
+def _input_transformations(response: Any, source: Any) -> list[dict[str, Any]]:
+    """A Claude reply's top-level `input_transformations`: LiteLLM 1.110 moves them onto the
+    message's `provider_specific_fields`; 1.106 leaves them in the raw body only."""
+    choices = getattr(response, "choices", None) or ()
+    message = getattr(choices[0], "message", None) if choices else None
+    psf = getattr(message, "provider_specific_fields", None)
+    found = psf.get("input_transformations") if isinstance(psf, dict) else None
+    if found is None and isinstance(source, dict):
+        raw = source.get("original_response")
+        if isinstance(raw, str) and "input_transformations" in raw:
+            with contextlib.suppress(ValueError):
+                body = json.loads(raw)
+                found = body.get("input_transformations") if isinstance(body, dict) else None
+    if not isinstance(found, list):
+        return []
+    # Scalars only (reason, kind, indices): a transformed block's own text or signature must
+    # not reach logs or spend-log metadata.
+    return [
+        {
+            k: v
+            for k, v in t.items()
+            if isinstance(v, str | int | float | bool) and k not in _SECRET_FIELDS
+        }
+        for t in found
+        if isinstance(t, Mapping)
+    ]
+
+
+_SECRET_FIELDS = frozenset({"thinking", "signature", "data", "text", "encrypted_content"})
 
 
 def _finishes(chunk: Any) -> bool:

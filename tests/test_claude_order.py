@@ -355,3 +355,86 @@ def test_proxy_interleaved_order_and_interrupted_loop_with_the_openai_client(
     wire = claude.bodies("claude-sonnet-4-5")[before:]
     assert _assistant_content(wire[1], 0) == first
     assert claude.refusals[refused:] == [], proxy.log_tail()
+
+
+# ------------------------------------------------------------------ guards
+
+
+async def test_input_transformations_reach_the_decisions_summary(
+    claude: AnthropicUpstream,
+) -> None:
+    """A Claude reply listing blocks the API dropped (`input_transformations`): they are in
+    that request's decisions summary (spend-log metadata, StandardLoggingPayload), counted,
+    and no block content travels with them."""
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class Collector(CustomLogger):
+        def __init__(self) -> None:
+            super().__init__()
+            self.instance_id = "collector-transformations"
+            self.metadata: list[dict[str, Any]] = []
+
+        async def async_log_success_event(
+            self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        ) -> None:
+            payload = kwargs.get("standard_logging_object") or {}
+            self.metadata.append(dict(payload.get("metadata") or {}))
+
+    transformations = [
+        {
+            "type": "drop_block",
+            "reason": "prefix_binding_mismatch",
+            "message_index": 1,
+            "content_index": 0,
+            "thinking": "SECRET THOUGHT",
+        }
+    ]
+    model = "claude-sonnet-4-6"
+    claude.script(
+        model,
+        AnthropicReply(
+            [{"type": "text", "text": "Hi."}], extra={"input_transformations": transformations}
+        ),
+    )
+    callback = ReasoningCallback()
+    collector = Collector()
+    register(callback)
+    litellm.callbacks = [callback, collector]
+    try:
+        await call("acompletion", model, claude, [{"role": "user", "content": "hi"}], stream=False)
+        for _ in range(500):
+            if collector.metadata:
+                break
+            await asyncio.sleep(0.01)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+        litellm.callbacks = []
+    summary = collector.metadata[-1]["spend_logs_metadata"]["litellm_reasoning"]
+    assert summary["input_transformations"] == [
+        {
+            "type": "drop_block",
+            "reason": "prefix_binding_mismatch",
+            "message_index": 1,
+            "content_index": 0,
+        }
+    ]
+    assert callback.stats["input_transformations"] == 1
+
+
+def test_bedrock_never_gets_a_reasoning_only_assistant_message() -> None:
+    """An assistant message with neither text nor tool calls (a client that kept only an empty
+    reply) never has blocks put on it for Bedrock, which refuses such a message; one with
+    text gets them as before."""
+    from litellm_reasoning.dialects import get_dialect
+    from litellm_reasoning.types import Reasoning, ReasoningPart
+
+    dialect = get_dialect("anthropic_bedrock")
+    record = Reasoning(parts=(ReasoningPart(text="t", signature=SIG[0]),), provider="bedrock")
+    empty = {"role": "assistant", "content": ""}
+    assert dialect.render(empty, record) == empty
+    assert dialect.render({"role": "assistant", "content": None}, record) == {
+        "role": "assistant",
+        "content": None,
+    }
+    answered = dialect.render({"role": "assistant", "content": "Hi."}, record)
+    assert answered["thinking_blocks"] == [_thinking("t", SIG[0])]

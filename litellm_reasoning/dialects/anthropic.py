@@ -147,10 +147,34 @@ class AnthropicDialect:
 
 
 class BedrockClaudeDialect(AnthropicDialect):
-    """Claude on Bedrock (Converse and invoke): Bedrock-signed blocks only."""
+    """Claude on Bedrock (Converse and invoke): Bedrock-signed blocks only.
+
+    Bedrock (Claude 5) refuses an assistant message that is empty or holds only reasoning
+    ("This model does not support assistant message prefill", "The content field in the
+    Message object at messages.N is empty"), so blocks never go onto a message with neither
+    text nor tool calls: such a message is left as the client sent it."""
 
     name: ClassVar[str] = "anthropic_bedrock"
     platform: ClassVar[str] = "bedrock"
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        if not _has_answer(message):
+            return message
+        return super().render(message, reasoning)
+
+
+def _has_answer(message: dict[str, Any]) -> bool:
+    """Text or tool calls besides any reasoning."""
+    if message.get("tool_calls"):
+        return True
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        return any(
+            isinstance(part, dict) and part.get("type") not in _BLOCK_KINDS for part in content
+        )
+    return False
 
 
 class VertexClaudeDialect(AnthropicDialect):

@@ -23,6 +23,8 @@ class AnthropicReply:
 
     content: list[dict[str, Any]] = field(default_factory=list)
     stop_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Top-level fields added to the message (`input_transformations`, …)."""
 
 
 def _pieces(text: str, n: int = 3) -> list[str]:
@@ -47,6 +49,7 @@ def message_json(model: str, reply: AnthropicReply) -> dict[str, Any]:
         "stop_reason": stop,
         "stop_sequence": None,
         "usage": {"input_tokens": 10, "output_tokens": 10},
+        **reply.extra,
     }
 
 
