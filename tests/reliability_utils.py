@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -66,6 +67,8 @@ class Plan:
     half: bool = False
     json_body: dict[str, Any] | None = None
     status: int = 200
+    delay: float = 0.0
+    """Seconds between two events (a provider that streams slowly)."""
 
 
 class CutServer:
@@ -126,6 +129,8 @@ class CutServer:
                             b"%x\r\n%s\r\n" % (len(piece), piece) if chunked else piece
                         )
                         self.wfile.flush()
+                        if plan.delay:
+                            time.sleep(plan.delay)
                     if plan.how == "full" and chunked:
                         self.wfile.write(b"0\r\n\r\n")
                     if plan.how == "stall":
@@ -172,4 +177,32 @@ def stored(callback: ReasoningCallback) -> list[Reasoning]:
         for tenant in store.tenants()
         for row in store.list_records(tenant.scope, limit=100_000)
         if row.record is not None
+    ]
+
+
+def openrouter_stream(text: str, signature: str, chunk_id: str, call_id: str) -> list[str]:
+    """The SSE events OpenRouter sends for a Claude tool call with signed reasoning: the text in
+    two `reasoning_details` pieces, the signature in a later delta of its own, then the call."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        payload = {
+            "id": chunk_id,
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": "anthropic/claude-sonnet-4.5",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        }
+        return "data: " + json.dumps(payload) + "\n\n"
+
+    detail = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
+    call = {"index": 0, "id": call_id, "type": "function", "function": {"name": "f"}}
+    return [
+        chunk({"role": "assistant", "content": ""}),
+        chunk({"reasoning": text[:5], "reasoning_details": [{**detail, "text": text[:5]}]}),
+        chunk({"reasoning": text[5:], "reasoning_details": [{**detail, "text": text[5:]}]}),
+        chunk({"reasoning_details": [{**detail, "text": "", "signature": signature}]}),
+        chunk({"tool_calls": [call]}),
+        chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+        chunk({}, "tool_calls"),
+        "data: [DONE]\n\n",
     ]

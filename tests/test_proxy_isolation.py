@@ -37,7 +37,7 @@ from proxy_utils import (
     upstream_model,
     wire_ids,
 )
-from reliability_utils import CutServer, Plan, recorded_events
+from reliability_utils import CutServer, Plan, openrouter_stream, recorded_events
 
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
@@ -46,6 +46,8 @@ pytestmark = pytest.mark.proxy
 USERS = ("ada", "bo", "cy", "di")
 CONVERSATIONS = 2
 GROUPS = [f"iso-{user}-{c}" for user in USERS for c in range(CONVERSATIONS)]
+OPENROUTER_MODELS = {"alice": "anthropic/claude-sonnet-4.5", "bob": "anthropic/claude-opus-4.5"}
+"""One OpenRouter deployment per tenant, both served by `CutServer` with ONE chunk id."""
 CUT = "iso-cut"
 """A model group whose upstream stalls mid-stream (`CutServer`)."""
 SHARED = "iso-shared"
@@ -96,6 +98,17 @@ def proxy(
                 for group in [*GROUPS, SHARED]
             ),
             openai_compatible_deployment(CUT, upstream_model(CUT), cut_server.base_url),
+            *(
+                {
+                    "model_name": f"or-{tenant}",
+                    "litellm_params": {
+                        "model": f"openrouter/{model}",
+                        "api_base": cut_server.base_url,
+                        "api_key": "k",
+                    },
+                }
+                for tenant, model in OPENROUTER_MODELS.items()
+            ),
         ]
     )
     with run_proxy(
@@ -327,3 +340,113 @@ def test_a_client_that_disconnects_mid_stream_leaves_nothing_to_restore(
     (body,) = [b for b in cut_server.bodies(model) if not b.get("stream")]
     assert all("reasoning_content" not in m for m in body["messages"]), body
     assert reasoning[:20] not in json.dumps(body)
+
+
+def test_openrouter_streams_of_two_end_users_with_one_chunk_id_never_mix(
+    proxy: Proxy, cut_server: CutServer
+) -> None:
+    """Two end users stream OpenRouter Claude replies at once, slowly, with the same upstream
+    chunk id: each next request carries exactly its own merged text and signature."""
+    texts = {t: f"{t} thinks privately: {uuid.uuid4().hex}" for t in OPENROUTER_MODELS}
+    for tenant, model in OPENROUTER_MODELS.items():
+        events = openrouter_stream(texts[tenant], f"SIG-{tenant}", "gen-shared", f"call_{tenant}")
+        followup = {
+            "id": "gen-next",
+            "object": "chat.completion",
+            "created": 0,
+            "model": model,
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": "ok"},
+                    "finish_reason": "stop",
+                }
+            ],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        cut_server.plan(model, Plan(events, delay=0.05), Plan(json_body=followup))
+    start = threading.Barrier(len(OPENROUTER_MODELS))
+
+    def run(tenant: str) -> Any:
+        call = {"id": f"call_{tenant}", "type": "function"}
+        call["function"] = {"name": "f", "arguments": "{}"}
+        with openai.OpenAI(
+            base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+        ) as client:
+            history: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+            start.wait(timeout=60)
+            for _ in client.chat.completions.create(
+                model=f"or-{tenant}",
+                messages=history,
+                stream=True,
+                user=tenant,  # type: ignore[arg-type]
+            ):
+                pass
+            history += [
+                {"role": "assistant", "content": "", "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call["id"], "content": "ok"},
+            ]
+            client.chat.completions.create(model=f"or-{tenant}", messages=history, user=tenant)  # type: ignore[arg-type]
+        (body,) = [b for b in cut_server.bodies(OPENROUTER_MODELS[tenant]) if not b.get("stream")]
+        return body["messages"][1].get("reasoning_details")
+
+    with ThreadPoolExecutor(len(OPENROUTER_MODELS)) as pool:
+        sent = dict(zip(OPENROUTER_MODELS, pool.map(run, OPENROUTER_MODELS), strict=True))
+    for tenant in OPENROUTER_MODELS:
+        assert sent[tenant] == [
+            {
+                "type": "reasoning.text",
+                "format": "anthropic-claude-v1",
+                "index": 0,
+                "text": texts[tenant],
+                "signature": f"SIG-{tenant}",
+            }
+        ], (tenant, sent[tenant], proxy.log_tail())
+
+
+def _continue_as_other_user(proxy: Proxy, upstream: ByContent, tag: str) -> Any:
+    """Step 1 as end user `u1`, step 2 (same conversation) as `u2` with a namespace of its own
+    choosing: what step 2 carried of step 1's reasoning."""
+    prompt = f"Weather in Lima? ({tag})"
+    mine = f"reasoning of u1 ({tag}): {uuid.uuid4().hex}"
+    upstream.by_content[(prompt, 1)] = tool_reply(mine, "call_lima", "Lima")
+    upstream.by_content[(prompt, 2)] = text_reply("answer", "Mild.")
+    with openai.OpenAI(
+        base_url=proxy.base_url, api_key=proxy.master_key, max_retries=0, timeout=60
+    ) as client:
+        history: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+        first = chat(client, SHARED, history, stream=False, tools=TOOLS, user="u1")
+        history += [
+            first.as_history(),
+            {"role": "tool", "tool_call_id": "call_lima", "content": "Mild"},
+        ]
+        other = {"metadata": {"reasoning_namespace": "chosen-by-the-client"}}
+        chat(client, SHARED, history, stream=False, tools=TOOLS, user="u2", extra_body=other)
+    (body,) = [
+        b
+        for b in upstream.bodies(upstream_model(SHARED))
+        if upstream.conversation(b) == (prompt, 2)
+    ]
+    (assistant,) = assistant_messages(body)
+    return mine, assistant.get("reasoning_content")
+
+
+def test_client_chosen_scope_parts_separate_by_default_and_are_ignored_when_off(
+    proxy: Proxy, upstream: ByContent, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """By default the end user and `metadata.reasoning_namespace` (both chosen by the client)
+    separate conversations within one key: `u2` gets none of `u1`'s reasoning. With
+    `scope_from_client: false` they are not scope parts: only the key and team are."""
+    mine, sent = _continue_as_other_user(proxy, upstream, "default")
+    assert sent is None and mine not in repr(upstream.bodies(upstream_model(SHARED))[-1])
+    config = proxy_config(
+        [openai_compatible_deployment(SHARED, upstream_model(SHARED), upstream.base_url)],
+        callback_settings={"scope_from_client": False},
+    )
+    with run_proxy(
+        config,
+        tmp_path_factory.mktemp("proxy-noclient"),
+        env={"LITELLM_REASONING_STORE": "memory://"},
+    ) as off:
+        mine, sent = _continue_as_other_user(off, upstream, "off")
+    assert sent == mine

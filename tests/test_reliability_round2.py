@@ -17,6 +17,7 @@ import pytest
 import redis as redis_client
 from conftest import register
 from litellm.types.utils import Message
+from reliability_utils import openrouter_stream
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.stores import store_from_url
@@ -206,32 +207,6 @@ async def test_a_reused_call_id_loses_no_capture(upstream: Upstream) -> None:
 # ------------------------------------------------------------------ 3. OpenRouter streams
 
 
-def _openrouter_stream(text: str, signature: str, chunk_id: str) -> str:
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
-        payload = {
-            "id": chunk_id,
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "anthropic/claude-sonnet-4.5",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        }
-        return "data: " + json.dumps(payload) + "\n\n"
-
-    detail = {"type": "reasoning.text", "format": "anthropic-claude-v1", "index": 0}
-    return "".join(
-        [
-            chunk({"role": "assistant", "content": ""}),
-            chunk({"reasoning": text[:5], "reasoning_details": [{**detail, "text": text[:5]}]}),
-            chunk({"reasoning": text[5:], "reasoning_details": [{**detail, "text": text[5:]}]}),
-            chunk({"reasoning_details": [{**detail, "text": "", "signature": signature}]}),
-            chunk({"tool_calls": [{"index": 0, **_call("call_or"), "function": {"name": "f"}}]}),
-            chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
-            chunk({}, "tool_calls"),
-            "data: [DONE]\n\n",
-        ]
-    )
-
-
 async def test_openrouter_streams_of_two_tenants_with_one_chunk_id_never_mix(
     upstream: Upstream,
 ) -> None:
@@ -245,7 +220,9 @@ async def test_openrouter_streams_of_two_tenants_with_one_chunk_id_never_mix(
         upstream.script(
             model,
             Reply(
-                raw_body=_openrouter_stream(texts[tenant], signatures[tenant], "gen-same"),
+                raw_body="".join(
+                    openrouter_stream(texts[tenant], signatures[tenant], "gen-same", "call_or")
+                ),
                 content_type="text/event-stream",
             ),
         )
