@@ -70,6 +70,8 @@ class History:
     """How many leading messages were found equal to the earlier request's."""
     users: list[int] = field(default_factory=list)
     """Indices of the user messages (what tool-call keys are anchored to)."""
+    legacy: list[str | None] = field(default_factory=list)
+    """Release 0.1.0's key of each message, filled in when first asked for ("": none)."""
     _remembered: bool = field(default=False, repr=False)
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
@@ -110,12 +112,20 @@ class History:
 
     def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, str]:
         """The previous release's keys of the tool-call messages among `indices`."""
+        legacy = self.legacy
+        if len(legacy) < len(self.shapes):
+            legacy.extend([None] * (len(self.shapes) - len(legacy)))
         out: dict[int, str] = {}
         for index in indices:
-            key = identity.legacy_tool_call_key(
-                self.scope, self.messages[index], self.shapes[index]
-            )
-            if key is not None:
+            key = legacy[index]
+            if key is None:
+                key = legacy[index] = (
+                    identity.legacy_tool_call_key(
+                        self.scope, self.messages[index], self.shapes[index]
+                    )
+                    or ""
+                )
+            if key:
                 out[index] = key
         return out
 
@@ -228,6 +238,7 @@ class PrefixCache:
                 reused=same,
             )
             history.users = earlier.users[: bisect_left(earlier.users, same)]
+            history.legacy = earlier.legacy[:same]
             for index in history.detailed:
                 # Reasoning holding provider dicts is read again: no object of an earlier
                 # request reaches this one's wire.

@@ -160,9 +160,10 @@ class ReasoningCallback(CustomLogger):
             (`user`) and `metadata.reasoning_namespace`. In the proxy the virtual key and team
             are the tenant boundary; these only separate cooperating clients of one key. False:
             only the namespace setting, key and team scope the records.
-        legacy_keys: also file tool-call records under the keys release 0.1.0 used (a marked
-            copy this release never restores), so 0.1.0 replicas sharing a SQLite or Redis
-            store keep restoring during a rolling upgrade. Turn off once all are upgraded.
+        legacy_keys: on a SQLite or Redis store, also read tool-call records under the keys
+            release 0.1.0 used, and write a marked copy there (which this release never
+            restores), so 0.1.0 and this release sharing a store keep restoring each other's
+            records during a rolling upgrade. Turn off once all are upgraded and a TTL passed.
     """
 
     def __init__(
@@ -190,6 +191,8 @@ class ReasoningCallback(CustomLogger):
         self.namespace = namespace
         self.scope_from_client = scope_from_client
         self.legacy_keys = legacy_keys
+        # Only a store that outlives the process can hold what 0.1.0 wrote.
+        self._reads_legacy = legacy_keys and self.store.persistent
         self.overrides = [
             *parse_overrides(dialects, kind="dialect"),
             *parse_overrides(policies, kind="policy"),
@@ -369,7 +372,7 @@ class ReasoningCallback(CustomLogger):
             before,
             history.digest,
             owns,
-            history.legacy_keys_for(wanted),
+            history.legacy_keys_for(wanted) if self._reads_legacy else {},
             history.anchor(len(messages)),
             history,
         )
