@@ -8,6 +8,7 @@ import sys
 
 PURE = [
     "turns",
+    "calls",
     "types",
     "extract",
     "identity",

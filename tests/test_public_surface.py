@@ -1,0 +1,132 @@
+"""The public surface, pinned: what users and the proxy rely on may only change on purpose.
+
+`litellm_reasoning.callback` is resolved by LiteLLM with `getattr` on the package; a submodule of
+that name, once imported, would shadow the instance, so the test imports every submodule first."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import subprocess
+import sys
+
+import litellm_reasoning
+from litellm_reasoning import ReasoningCallback
+
+KEYWORDS = [
+    "store",
+    "namespace",
+    "dialects",
+    "policies",
+    "capture_wait_seconds",
+    "max_tracked_calls",
+    "max_reasoning_tokens",
+    "count_reasoning_tokens",
+    "scope_from_client",
+    "legacy_keys",
+]
+STATS = {
+    "captured",
+    "restored",
+    "stripped",
+    "missing",
+    "dropped",
+    "over_budget",
+    "reasoning_tokens_sent",
+    "reasoning_tokens_saved",
+    "waited",
+    "errors",
+    "thinking_disabled",
+    "dummy_signatures",
+    "input_transformations",
+}
+HOOKS = [
+    "async_pre_call_deployment_hook",
+    "log_pre_api_call",
+    "async_pre_call_hook",
+    "async_post_call_streaming_iterator_hook",
+    "async_post_call_success_deployment_hook",
+    "async_post_call_streaming_deployment_hook",
+    "async_log_success_event",
+    "log_success_event",
+    "async_log_failure_event",
+    "log_failure_event",
+]
+
+
+def test_package_exports() -> None:
+    assert litellm_reasoning.__all__ == [
+        "Reasoning",
+        "ReasoningCallback",
+        "ReasoningPart",
+        "TurnPolicy",
+        "__version__",
+    ]
+
+
+def test_constructor_keywords() -> None:
+    parameters = inspect.signature(ReasoningCallback.__init__).parameters
+    assert [p for p in parameters if p not in ("self", "kwargs")] == KEYWORDS
+
+
+def test_every_hook_is_defined_on_the_class_itself() -> None:
+    """The proxy skips an inherited `async_post_call_streaming_iterator_hook`."""
+    assert [h for h in HOOKS if h not in vars(ReasoningCallback)] == []
+
+
+def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
+    source = "\n".join(
+        inspect.getsource(importlib.import_module(m.name))
+        for m in pkgutil.walk_packages(litellm_reasoning.__path__, "litellm_reasoning.")
+        if not m.name.startswith("litellm_reasoning.testing")
+    )
+    import re
+
+    counted = set(re.findall(r'self\.stats\["([a-z_]+)"\]', source)) - {
+        # ResilientStore's own counters (`store.stats`), not the callback's
+        "failures",
+        "outages",
+        "recoveries",
+        "held",
+        "written_through",
+        "lost",
+    }
+    assert counted == STATS
+
+
+def test_callback_is_the_instance_after_every_submodule_is_imported() -> None:
+    code = "\n".join(
+        [
+            "import importlib, pkgutil, litellm_reasoning",
+            "for m in pkgutil.walk_packages(litellm_reasoning.__path__, 'litellm_reasoning.'):",
+            "    importlib.import_module(m.name)",
+            "from litellm_reasoning import ReasoningCallback",
+            "assert isinstance(litellm_reasoning.callback, ReasoningCallback)",
+            "assert not hasattr(importlib.import_module('litellm_reasoning'), '__path__') or ("
+            "  'litellm_reasoning.callback' not in __import__('sys').modules)",
+        ]
+    )
+    env_free = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "LITELLM_REASONING_STORE": "memory://",
+            "PATH": "/usr/bin:/bin",
+        },
+    )
+    assert env_free.returncode == 0, env_free.stderr[-2000:]
+
+
+def test_cli_commands() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "litellm_reasoning.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "{conformance,demo,store}" in done.stdout
