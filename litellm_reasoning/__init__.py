@@ -19,7 +19,7 @@ from .types import Reasoning, ReasoningPart
 if TYPE_CHECKING:
     from .reasoning_callback import ReasoningCallback
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 _callback_instance: ReasoningCallback | None = None
 

@@ -9,7 +9,10 @@ import sys
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    from . import __version__
+
     parser = argparse.ArgumentParser(prog="litellm-reasoning")
+    parser.add_argument("--version", action="version", version=f"litellm-reasoning {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
     conformance = commands.add_parser(
         "conformance", help="run conformance cases through real LiteLLM against a local server"

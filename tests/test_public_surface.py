@@ -10,6 +10,8 @@ import inspect
 import pkgutil
 import subprocess
 import sys
+import zipfile
+from pathlib import Path
 
 import litellm_reasoning
 from litellm_reasoning import ReasoningCallback
@@ -41,6 +43,7 @@ STATS = {
     "dummy_signatures",
     "input_transformations",
 }
+ROOT = Path(__file__).resolve().parent.parent
 HOOKS = [
     "async_pre_call_deployment_hook",
     "log_pre_api_call",
@@ -130,3 +133,62 @@ def test_cli_commands() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "{conformance,demo,store}" in done.stdout
+
+
+def test_version_and_module_entry_point() -> None:
+    for command in (
+        [sys.executable, "-m", "litellm_reasoning", "--version"],
+        [sys.executable, "-m", "litellm_reasoning.cli", "--version"],
+    ):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() == f"litellm-reasoning {litellm_reasoning.__version__}"
+
+
+def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    if done.returncode != 0 and "setuptools" in done.stderr:
+        # No build isolation needs setuptools >= 77 in this venv; with isolation pip fetches it.
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "wheel",
+                "--no-deps",
+                "-q",
+                "-w",
+                str(tmp_path),
+                str(ROOT),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    assert done.returncode == 0, done.stderr[-2000:]
+    (wheel,) = tmp_path.glob("litellm_reasoning-*.whl")
+    assert wheel.name.startswith(f"litellm_reasoning-{litellm_reasoning.__version__}-")
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+        metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        text = archive.read(metadata).decode()
+    assert "litellm_reasoning/py.typed" in names
+    assert "litellm_reasoning/data/model_table.json" in names
+    assert any(n.endswith("licenses/LICENSE") for n in names), sorted(names)[:20]
+    assert "License-Expression: MIT" in text
