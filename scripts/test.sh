@@ -2,7 +2,9 @@
 # Install the project and run its tests, exactly as CI does.
 #   1. LiteLLM 1.106.12 with the proxy extra (pinned by constraints/proxy-1.106.12.txt): every test,
 #      including the real `litellm` proxy process and the Redis-backed store tests.
-#   2. The newest supported SDK, LiteLLM 1.110.2: every test that does not start the proxy.
+#   2. LiteLLM 1.108.7 with the proxy extra (what `pip install 'litellm-reasoning[proxy]'` resolves
+#      today, the 1.108 long-term-support line; constraints/proxy-1.108.7.txt): every test.
+#   3. The newest supported SDK, LiteLLM 1.110.2: every test that does not start the proxy.
 # Each set lives in its own venv under .venvs/ (re-used when present, so a re-run is quick).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,6 +19,7 @@ install() {  # venv-dir constraints-file extras
 }
 
 install proxy-1.106.12 proxy-1.106.12.txt dev,proxy
+install proxy-1.108.7 proxy-1.108.7.txt dev,proxy
 install sdk-1.110.2 sdk-1.110.2.txt dev
 
 mkdir -p .venvs/reports
@@ -24,12 +27,16 @@ status=0
 echo "== LiteLLM 1.106.12 (with proxy): all tests"
 .venvs/proxy-1.106.12/bin/python -m pytest -q -p no:cacheprovider \
   --junitxml=.venvs/reports/proxy-1.106.12.xml "$@" || status=$?
+echo "== LiteLLM 1.108.7 (with proxy): all tests"
+.venvs/proxy-1.108.7/bin/python -m pytest -q -p no:cacheprovider \
+  --junitxml=.venvs/reports/proxy-1.108.7.xml "$@" || status=$?
 echo "== LiteLLM 1.110.2 (SDK): all tests but the proxy process"
 .venvs/sdk-1.110.2/bin/python -m pytest -q -p no:cacheprovider -m "not proxy" \
   --junitxml=.venvs/reports/sdk-1.110.2.xml "$@" || status=$?
 
 # Both runs in one closing line, counted from pytest's own reports.
-"$PYTHON" - .venvs/reports/proxy-1.106.12.xml .venvs/reports/sdk-1.110.2.xml <<'PY'
+"$PYTHON" - .venvs/reports/proxy-1.106.12.xml .venvs/reports/proxy-1.108.7.xml \
+  .venvs/reports/sdk-1.110.2.xml <<'PY'
 import sys, xml.etree.ElementTree as ET
 total = failed = skipped = 0
 for path in sys.argv[1:]:
