@@ -820,6 +820,10 @@ class ReasoningCallback(CustomLogger):
                 self._pending.close(state.id)
         if state is None or state.capture is None or not chunks:
             return
+        if isinstance(chunks[0], bytes | str):
+            # Raw SSE (the proxy's Anthropic-format `/v1/messages`): not LiteLLM chunks, so not
+            # assembled here; never an error for a normal request.
+            return
         if not any(map(_finishes, chunks)):
             # Ended without the provider's finish: a cut stream is not a reply to keep.
             state.claim()
