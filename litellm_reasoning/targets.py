@@ -126,9 +126,14 @@ def _default_target(
     if provider in ("openai", "custom_openai", "openai_like"):
         if provider == "openai" and _is_openai_itself(model, api_base):
             return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
-        return Target(
-            "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
-        )
+        # A model family reached through an OpenAI-compatible route keeps its family's rule.
+        family = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
+        if family is None:
+            return Target(
+                "openai_chat",
+                TurnPolicy.CURRENT_TURN,
+                "OpenAI-compatible server: reasoning_content",
+            )
     rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
     if rule is None:
         return Target(

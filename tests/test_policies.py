@@ -49,6 +49,33 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     # assistant message must carry reasoning_content (empty passes).
     ("deepseek", "deepseek-v4-pro", False, False, "openai_chat", "current_turn", "any"),
     ("deepseek", "deepseek-v4-pro", True, False, "openai_chat_required", "all_turns", "any"),
+    # The families above reached through OpenAI-compatible routes keep their own rule.
+    ("openai", "deepseek-reasoner", True, False, "openai_chat_required", "all_turns", "any"),
+    ("openai", "deepseek-reasoner", False, False, "openai_chat", "current_turn", "any"),
+    ("custom_openai", "DeepSeek-V4", True, False, "openai_chat_required", "all_turns", "any"),
+    ("openai_like", "deepseek-chat", True, False, "openai_chat_required", "all_turns", "any"),
+    ("openai", "kimi-k2.5", False, False, "openai_chat", "tool_calls_all_turns", "any"),
+    ("custom_openai", "moonshot-v1", False, False, "openai_chat", "tool_calls_all_turns", "any"),
+    ("openai_like", "Kimi-K3", False, False, "openai_chat", "tool_calls_all_turns", "any"),
+    (
+        "hosted_vllm",
+        "deepseek-ai/DeepSeek-V4",
+        True,
+        False,
+        "openai_chat_reasoning",
+        "all_turns",
+        "any",
+    ),
+    (
+        "hosted_vllm",
+        "moonshotai/Kimi-K2-Thinking",
+        False,
+        False,
+        "openai_chat_reasoning",
+        "tool_calls_all_turns",
+        "any",
+    ),
+    ("openai", "qwen3-32b", False, False, "openai_chat", "current_turn", "any"),
     # §6 Kimi validates reasoning_content on every earlier tool-call message.
     ("moonshot", "kimi-k2-thinking", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     # §11 Qwen3 template drops reasoning before the last user query.
@@ -203,7 +230,9 @@ def _row_index(provider: str, model: str) -> int | None:
 def test_each_row_gives_the_rule(
     provider: str, model: str, tools: bool, managed: bool, dialect: str, policy: str, strip: str
 ) -> None:
-    target = resolve_target(provider, model, None, has_tools=tools, preserved_thinking=managed)
+    # `openai/` without an api_base is OpenAI itself; the family rows are for other servers.
+    api_base = "http://127.0.0.1:8000/v1" if provider == "openai" else None
+    target = resolve_target(provider, model, api_base, has_tools=tools, preserved_thinking=managed)
     assert (target.dialect, target.policy.value, target.strip) == (dialect, policy, strip)
 
 

@@ -154,3 +154,51 @@ async def test_xai_chat_gets_no_reasoning(
     sent = await _two_turns(how, "xai", upstream, False)
     reasoning_keys = {"reasoning_content", "reasoning", "thinking_blocks", "reasoning_details"}
     assert not any(set(m) & reasoning_keys for m in sent)
+
+
+@pytest.mark.parametrize("keeps", [True, False], ids=["keeps", "drops"])
+async def test_deepseek_through_an_openai_compatible_route_keeps_every_turn(
+    upstream: Upstream, keeps: bool
+) -> None:
+    """`openai/deepseek-reasoner` at an api_base (how agent frameworks reach DeepSeek): with
+    tools, every turn's reasoning_content goes back (DeepSeek's rule), never stripped from what
+    a client kept, restored for one that dropped it."""
+    callback = register(ReasoningCallback())
+    model = f"deepseek-reasoner-route-{uuid.uuid4().hex[:6]}"
+    tool = {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+    call = {"id": "call_r1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "turn 1 plan", "tool_calls": [call]}),
+        Reply(message={"content": "Done.", "reasoning_content": "turn 1 answer"}),
+        Reply(message={"content": "Again.", "reasoning_content": "turn 2"}),
+    )
+    common = {
+        "model": f"openai/{model}",
+        "api_base": upstream.base_url,
+        "api_key": "k",
+        "tools": [tool],
+    }
+
+    def kept(message: dict[str, Any], reasoning: str) -> dict[str, Any]:
+        return {**message, "reasoning_content": reasoning} if keeps else message
+
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    try:
+        await litellm.acompletion(messages=list(history), **common)
+        history += [
+            kept({"role": "assistant", "content": "", "tool_calls": [call]}, "turn 1 plan"),
+            {"role": "tool", "tool_call_id": "call_r1", "content": "ok"},
+        ]
+        await litellm.acompletion(messages=list(history), **common)
+        history += [
+            kept({"role": "assistant", "content": "Done."}, "turn 1 answer"),
+            {"role": "user", "content": "once more"},
+        ]
+        await litellm.acompletion(messages=list(history), **common)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    wire = upstream.bodies(model)[-1]["messages"]
+    sent = [m.get("reasoning_content") for m in wire if m["role"] == "assistant"]
+    assert sent == ["turn 1 plan", "turn 1 answer"]
+    assert callback.stats["stripped"] == 0
