@@ -189,13 +189,19 @@ Anchor = tuple[bytes, int]
 NO_ANCHOR: Anchor = (b"", 0)
 
 
+def anchor_at(index: int, user: int | None, user_shape: bytes = b"") -> Anchor:
+    """The anchor of position `index` whose last user message before it is at `user` (None:
+    there is none, and the offset counts from the start)."""
+    return (b"", index + 1) if user is None else (user_shape, index - user)
+
+
 def anchor_of(roles_and_shapes: Sequence[tuple[Any, bytes]], index: int) -> Anchor:
     """The anchor of position `index` in a conversation given as (role, canonical bytes)."""
     for position in range(index - 1, -1, -1):
         role, shape = roles_and_shapes[position]
         if role == "user":
-            return shape, index - position
-    return b"", index + 1
+            return anchor_at(index, position, shape)
+    return anchor_at(index, None)
 
 
 def message_key(

@@ -106,9 +106,9 @@ class History:
         """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
         position = bisect_left(self.users, index) - 1
         if position < 0:
-            return b"", index + 1
+            return identity.anchor_at(index, None)
         user = self.users[position]
-        return self.shapes[user], index - user
+        return identity.anchor_at(index, user, self.shapes[user])
 
     def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, str]:
         """The previous release's keys of the tool-call messages among `indices`."""

@@ -60,7 +60,7 @@ from .dialects.gemini import (
     sign_current_steps,
 )
 from .dialects.openai_responses import is_reasoning_model, with_encrypted_include
-from .extract import reasoning_from_message
+from .extract import BLOCK_TYPES, reasoning_from_message
 from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
 from .policy import TurnPolicy, provider_manages_thinking
 from .prefix_cache import History, PrefixCache
@@ -191,8 +191,8 @@ class ReasoningCallback(CustomLogger):
         self.namespace = namespace
         self.scope_from_client = scope_from_client
         self.legacy_keys = legacy_keys
-        # Only a store that outlives the process can hold what 0.1.0 wrote.
-        self._reads_legacy = legacy_keys and self.store.persistent
+        # Only a store that outlives the process can hold (or share) what 0.1.0 reads and wrote.
+        self._legacy_keys_on = legacy_keys and self.store.persistent
         self.overrides = [
             *parse_overrides(dialects, kind="dialect"),
             *parse_overrides(policies, kind="policy"),
@@ -206,12 +206,10 @@ class ReasoningCallback(CustomLogger):
         self._targets = TargetCache()
         self.stats: Counter[str] = Counter()
         """What the callback did: restored, stripped, captured, missing, waited, errors."""
-        self._max_tracked_calls = max_tracked_calls
         # Per-call state lives in each call's own logging details (`calls`), never in a map
         # keyed by the client-settable `litellm_call_id`; only open captures are indexed here.
         self._pending = PendingCaptures(max_open=max_tracked_calls)
         self._histories = PrefixCache()
-        self._lock = threading.Lock()
         self._warned: dict[str, float] = {}
         try:
             _send_bedrock_redacted_thinking()
@@ -372,7 +370,7 @@ class ReasoningCallback(CustomLogger):
             before,
             history.digest,
             owns,
-            history.legacy_keys_for(wanted) if self._reads_legacy else {},
+            history.legacy_keys_for(wanted) if self._legacy_keys_on else {},
             history.anchor(len(messages)),
             history,
         )
@@ -772,13 +770,13 @@ class ReasoningCallback(CustomLogger):
             rest = [
                 part
                 for part in content
-                if not (isinstance(part, dict) and part.get("type") in _BLOCK_TYPES)
+                if not (isinstance(part, dict) and part.get("type") in BLOCK_TYPES)
             ]
             sent["content"] = [*blocks, *rest]
+            if not disable:
+                _lay_out(run, sent, layouts)
         if disable:
             body.pop("thinking", None)
-        else:
-            _lay_out_claude_body(body, rendered.messages, layouts)
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -847,13 +845,13 @@ class ReasoningCallback(CustomLogger):
         return litellm.stream_chunk_builder(chunks=list(getattr(wrapper, "chunks", None) or ()))
 
     def _report_transformations(
-        self, capture: Capture, state: CallState, response: Any, source: Any
+        self, capture: Capture, state: CallState, response: Any, raw: dict[str, Any] | None
     ) -> None:
         """Claude's `input_transformations` (blocks of the request the API dropped or let
         through silently): into the request's decisions summary, counted, logged at DEBUG."""
         if capture.provider not in CLAUDE_PROVIDERS:
             return
-        found = _input_transformations(response, source)
+        found = _input_transformations(response, raw)
         if not found:
             return
         self.stats["input_transformations"] += len(found)
@@ -879,8 +877,9 @@ class ReasoningCallback(CustomLogger):
         if capture is None:
             return Capture("", "", None, None), {}
         try:
-            layout = _reply_layout(capture, state, source)
-            self._report_transformations(capture, state, response, source)
+            raw = _raw_claude_reply(capture, source)
+            layout = _reply_layout(capture, state, source, raw)
+            self._report_transformations(capture, state, response, raw)
             return capture, self._records(capture, response, state.streamed_details, layout)
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
@@ -952,13 +951,13 @@ class ReasoningCallback(CustomLogger):
                 )
                 continue
             message.setdefault("role", "assistant")
-            digest = identity.extend_digest(call.digest, message)
-            records[identity.message_key(call.scope, message, digest, anchor=call.anchor)] = (
-                reasoning
-            )
+            shape = identity.canonical(message)
+            digest = identity.chain(call.digest, shape)
+            key = identity.message_key(call.scope, message, digest, shape, call.anchor)
+            records[key] = reasoning
             legacy = (
-                identity.legacy_tool_call_key(call.scope, message)
-                if self.legacy_keys and self.store.persistent
+                identity.legacy_tool_call_key(call.scope, message, shape)
+                if self._legacy_keys_on
                 else None
             )
             if legacy is not None:  # for replicas still on the previous release
@@ -1250,8 +1249,6 @@ def _sendable(reasoning: Reasoning) -> Reasoning | None:
     return dataclasses.replace(reasoning, parts=parts)
 
 
-_BLOCK_TYPES = ("thinking", "redacted_thinking")
-
 _LAYOUT_PATCH = "claude block order"
 """`CallState.body_patch` kind: Claude's blocks put back in their original order."""
 
@@ -1309,10 +1306,19 @@ def _lay_out_claude_body(
     if len(runs) != len(answers):
         return
     for run, sent in zip(runs, answers, strict=True):
-        found = layouts.get(run[0]) if len(run) == 1 else None
-        content = sent.get("content")
-        if found is None or not isinstance(content, list):
-            continue
+        _lay_out(run, sent, layouts)
+
+
+def _lay_out(
+    run: Sequence[int],
+    sent: dict[str, Any],
+    layouts: Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]],
+) -> None:
+    """One Anthropic-body assistant message (`run`: the rendered messages it was made of) with
+    its blocks where they stood, when its one rendered message has a layout and lines up."""
+    found = layouts.get(run[0]) if len(run) == 1 else None
+    content = sent.get("content")
+    if found is not None and isinstance(content, list):
         laid_out = apply_layout(content, *found)
         if laid_out is not None:
             sent["content"] = laid_out
@@ -1339,9 +1345,26 @@ def _primary(records: Mapping[str, Reasoning]) -> int:
     return sum(not record.superseded for record in records.values())
 
 
-def _reply_layout(capture: Capture, state: CallState, source: Any) -> tuple[str, ...]:
+def _raw_claude_reply(capture: Capture, source: Any) -> dict[str, Any] | None:
+    """A Claude reply's raw JSON body, as LiteLLM keeps it in its logging details (None: not
+    Claude, streamed, or not JSON). Parsed once per capture."""
+    if capture.provider not in CLAUDE_PROVIDERS or not isinstance(source, dict):
+        return None
+    raw = source.get("original_response")
+    if not isinstance(raw, str | bytes) or not raw:
+        return None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def _reply_layout(
+    capture: Capture, state: CallState, source: Any, raw: dict[str, Any] | None
+) -> tuple[str, ...]:
     """Where Claude's blocks stood in the reply (`anthropic.layout_of_*`): from the stream's
-    chunks, or from the raw body LiteLLM keeps in its logging details. Empty when unknown."""
+    chunks, or from the raw body (`_raw_claude_reply`). Empty when unknown."""
     if capture.provider not in CLAUDE_PROVIDERS:
         return ()
     chunks = source if isinstance(source, list) else None
@@ -1354,34 +1377,23 @@ def _reply_layout(capture: Capture, state: CallState, source: Any) -> tuple[str,
             for chunk in chunks
             if (choices := getattr(chunk, "choices", None)) and getattr(choices[0], "delta", None)
         )
-    raw = source.get("original_response") if isinstance(source, dict) else None
-    if not isinstance(raw, str | bytes) or not raw:
+    if raw is None:
         return ()
-    try:
-        body = json.loads(raw)
-    except ValueError:
-        return ()
-    if not isinstance(body, dict):
-        return ()
-    content = body.get("content")
+    content = raw.get("content")
     if content is None:  # Bedrock Converse
-        content = ((body.get("output") or {}).get("message") or {}).get("content")
+        content = ((raw.get("output") or {}).get("message") or {}).get("content")
     return layout_of_blocks(content) if isinstance(content, list) else ()
 
 
-def _input_transformations(response: Any, source: Any) -> list[dict[str, Any]]:
+def _input_transformations(response: Any, raw: dict[str, Any] | None) -> list[dict[str, Any]]:
     """A Claude reply's top-level `input_transformations`: LiteLLM 1.110 moves them onto the
     message's `provider_specific_fields`; 1.106 leaves them in the raw body only."""
     choices = getattr(response, "choices", None) or ()
     message = getattr(choices[0], "message", None) if choices else None
     psf = getattr(message, "provider_specific_fields", None)
     found = psf.get("input_transformations") if isinstance(psf, dict) else None
-    if found is None and isinstance(source, dict):
-        raw = source.get("original_response")
-        if isinstance(raw, str) and "input_transformations" in raw:
-            with contextlib.suppress(ValueError):
-                body = json.loads(raw)
-                found = body.get("input_transformations") if isinstance(body, dict) else None
+    if found is None and raw is not None:
+        found = raw.get("input_transformations")
     if not isinstance(found, list):
         return []
     # Scalars only (reason, kind, indices): a transformed block's own text or signature must

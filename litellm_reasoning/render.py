@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .dialects import Dialect
+from .dialects.anthropic import open_tool_loop
 from .extract import reasoning_from_message
 from .policy import TurnPolicy
 from .turns import TURN_KEY, current_turn_start
@@ -69,8 +70,6 @@ def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
     (Claude's open tool loop). A provider rule only ever adds to the current turn."""
     start = current_turn_start(messages)
     if getattr(dialect, "keeps_open_tool_loop", False):
-        from .dialects.anthropic import open_tool_loop
-
         loop = open_tool_loop(messages)
         if loop is not None and loop <= start:
             return loop - 1

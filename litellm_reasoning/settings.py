@@ -47,7 +47,7 @@ class Settings(BaseModel):
         description="honour the client-chosen end user and reasoning_namespace as scope parts",
     )
     legacy_keys: bool = Field(
-        default=True, description="also file tool-call records under the 0.1.0 keys"
+        default=True, description="also read and write tool-call records under the 0.1.0 keys"
     )
 
     @field_validator("log_level")

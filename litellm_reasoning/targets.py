@@ -123,18 +123,14 @@ def _default_target(
 ) -> Target:
     if provider == "openai" and model.startswith(RESPONSES_PREFIX):
         return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
-    if provider in ("openai", "custom_openai", "openai_like"):
-        if provider == "openai" and _is_openai_itself(model, api_base):
-            return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
-        # A model family reached through an OpenAI-compatible route keeps its family's rule.
-        family = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
-        if family is None:
-            return Target(
-                "openai_chat",
-                TurnPolicy.CURRENT_TURN,
-                "OpenAI-compatible server: reasoning_content",
-            )
+    if provider == "openai" and _is_openai_itself(model, api_base):
+        return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
     rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
+    if rule is None and provider in ("openai", "custom_openai", "openai_like"):
+        # Only a model family reached through an OpenAI-compatible route has rows of its own.
+        return Target(
+            "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
+        )
     if rule is None:
         return Target(
             "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
+
+import litellm
 
 
 def dropping_client(message: Any) -> dict[str, Any]:
@@ -20,3 +23,40 @@ def dropping_client(message: Any) -> dict[str, Any]:
             for c in message.tool_calls
         ]
     return out
+
+
+async def complete(
+    how: str, model: str, api_base: str, messages: list[Any], *, stream: bool, **extra: Any
+) -> Any:
+    """One request by call path (`acompletion`, `completion`, `router.acompletion`,
+    `router.completion`; a stream read to its end); LiteLLM's reply message."""
+    params: dict[str, Any] = {"messages": messages, "stream": stream, **extra}
+    target: Any = litellm
+    if how.startswith("router."):
+        target = litellm.Router(
+            model_list=[
+                {
+                    "model_name": "group",
+                    "litellm_params": {"model": model, "api_base": api_base, "api_key": "k"},
+                }
+            ],
+            num_retries=0,
+        )
+        params["model"] = "group"
+    else:
+        params.update(model=model, api_base=api_base, api_key="k")
+
+    def assemble(chunks: list[Any]) -> Any:
+        built = litellm.stream_chunk_builder(chunks)
+        assert built is not None
+        return built.choices[0].message
+
+    if how.endswith("acompletion"):
+        response = await target.acompletion(**params)
+        return assemble([c async for c in response]) if stream else response.choices[0].message
+
+    def run() -> Any:
+        response = target.completion(**params)
+        return assemble(list(response)) if stream else response.choices[0].message
+
+    return await asyncio.to_thread(run)

@@ -4,7 +4,6 @@ role, content and tool calls of each reply."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import logging
 from collections.abc import Iterator
@@ -12,7 +11,7 @@ from typing import Any
 
 import litellm
 import pytest
-from clients import dropping_client
+from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -181,38 +180,7 @@ async def call(
     how: str, model: str, api_base: str, messages: list[Any], *, stream: bool, **extra: Any
 ) -> dict[str, Any]:
     """One request; returns what a reasoning-dropping client keeps of the reply."""
-    params: dict[str, Any] = {"messages": messages, "stream": stream, **extra}
-    target: Any = litellm
-    if how.startswith("router."):
-        target = litellm.Router(
-            model_list=[
-                {
-                    "model_name": "group",
-                    "litellm_params": {"model": model, "api_base": api_base, "api_key": "k"},
-                }
-            ],
-            num_retries=0,
-        )
-        params["model"] = "group"
-    else:
-        params.update(model=model, api_base=api_base, api_key="k")
-
-    def assemble(chunks: list[Any]) -> Any:
-        built = litellm.stream_chunk_builder(chunks)
-        assert built is not None
-        return built.choices[0].message
-
-    if how.endswith("acompletion"):
-        response = await target.acompletion(**params)
-        message = assemble([c async for c in response]) if stream else response.choices[0].message
-    else:
-
-        def run() -> Any:
-            response = target.completion(**params)
-            return assemble(list(response)) if stream else response.choices[0].message
-
-        message = await asyncio.to_thread(run)
-    return dropping_client(message)
+    return dropping_client(await complete(how, model, api_base, messages, stream=stream, **extra))
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import litellm
 import pytest
-from clients import dropping_client
+from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -82,38 +82,17 @@ def callback() -> Iterator[ReasoningCallback]:
 async def call(
     how: str, model: str, claude: AnthropicUpstream, messages: list[Any], *, stream: bool
 ) -> Any:
-    """One request; returns LiteLLM's reply message."""
-    params: dict[str, Any] = {
-        "messages": messages,
-        "stream": stream,
-        "tools": [TOOL],
-        "thinking": THINKING,
-        "max_tokens": 2048,
-    }
-    target: Any = litellm
-    deployment = {"model": f"anthropic/{model}", "api_base": claude.base_url, "api_key": "k"}
-    if how.startswith("router."):
-        target = litellm.Router(
-            model_list=[{"model_name": "group", "litellm_params": deployment}], num_retries=0
-        )
-        params["model"] = "group"
-    else:
-        params.update(deployment)
-
-    def assemble(chunks: list[Any]) -> Any:
-        built = litellm.stream_chunk_builder(chunks)
-        assert built is not None
-        return built.choices[0].message
-
-    if how.endswith("acompletion"):
-        response = await target.acompletion(**params)
-        return assemble([c async for c in response]) if stream else response.choices[0].message
-
-    def run() -> Any:
-        response = target.completion(**params)
-        return assemble(list(response)) if stream else response.choices[0].message
-
-    return await asyncio.to_thread(run)
+    """One Claude request with tools and thinking on; LiteLLM's reply message."""
+    return await complete(
+        how,
+        f"anthropic/{model}",
+        claude.base_url,
+        messages,
+        stream=stream,
+        tools=[TOOL],
+        thinking=THINKING,
+        max_tokens=2048,
+    )
 
 
 def _assistant_content(body: dict[str, Any], n: int) -> list[Any]:

@@ -12,14 +12,13 @@ real LiteLLM to a local server, every request body read back.
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
 import litellm
 import pytest
-from clients import dropping_client
+from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -51,40 +50,7 @@ def _tool_reply(reasoning: str, call_id: str) -> Reply:
 
 
 async def _send(how: str, model: str, base: str, messages: list[Any], stream: bool) -> Any:
-    params: dict[str, Any] = {"messages": messages, "tools": [TOOL], "stream": stream}
-    target: Any = litellm
-    if how.startswith("router."):
-        target = litellm.Router(
-            model_list=[
-                {
-                    "model_name": "g",
-                    "litellm_params": {"model": model, "api_base": base, "api_key": "k"},
-                }
-            ],
-            num_retries=0,
-        )
-        params["model"] = "g"
-    else:
-        params.update(model=model, api_base=base, api_key="k")
-
-    def message_of(response: Any, chunks: list[Any] | None) -> Any:
-        if chunks is None:
-            return response.choices[0].message
-        built = litellm.stream_chunk_builder(chunks)
-        assert built is not None
-        return built.choices[0].message
-
-    if how.endswith("acompletion"):
-        response = await target.acompletion(**params)
-        chunks = [c async for c in response] if stream else None
-        message = message_of(response, chunks)
-    else:
-
-        def run() -> Any:
-            response = target.completion(**params)
-            return message_of(response, list(response) if stream else None)
-
-        message = await asyncio.to_thread(run)
+    message = await complete(how, model, base, messages, stream=stream, tools=[TOOL])
     return dropping_client(message)
 
 

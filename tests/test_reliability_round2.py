@@ -31,6 +31,19 @@ def _call(call_id: str, name: str = "f") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": "{}"}}
 
 
+def _tool_step(call_id: str) -> list[dict[str, Any]]:
+    """A dropping client's tool-call message and its tool result."""
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [_call(call_id)]},
+        {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+    ]
+
+
+def _tool_reply(reasoning: str, call_id: str, name: str = "f") -> Reply:
+    calls = [_call(call_id, name)]
+    return Reply(message={"content": "", "reasoning_content": reasoning, "tool_calls": calls})
+
+
 def _common(upstream: Upstream, model: str, **extra: Any) -> dict[str, Any]:
     return {"model": f"openai/{model}", "api_base": upstream.base_url, "api_key": "k", **extra}
 
@@ -133,13 +146,7 @@ async def test_one_call_id_for_two_tenants_at_once_files_each_reply_under_its_ow
     for tenant in tenants:
         upstream.script(
             f"{model}-{tenant}",
-            Reply(
-                message={
-                    "content": "",
-                    "reasoning_content": f"private {tenant}",
-                    "tool_calls": [_call("call_0")],
-                }
-            ),
+            _tool_reply(f"private {tenant}", "call_0"),
             Reply(message={"content": "done"}),
         )
 
@@ -183,18 +190,11 @@ async def test_a_reused_call_id_loses_no_capture(upstream: Upstream) -> None:
         for step in range(3):
             upstream.script(
                 model,
-                Reply(
-                    message={
-                        "content": "",
-                        "reasoning_content": f"step {step}",
-                        "tool_calls": [_call(f"c{step}")],
-                    }
-                ),
+                _tool_reply(f"step {step}", f"c{step}"),
             )
             await litellm.acompletion(messages=list(history), **common)
             history += [
-                {"role": "assistant", "content": "", "tool_calls": [_call(f"c{step}")]},
-                {"role": "tool", "tool_call_id": f"c{step}", "content": "ok"},
+                *_tool_step(f"c{step}"),
             ]
         upstream.script(model, Reply(message={"content": "done"}))
         await litellm.acompletion(messages=list(history), **common)
@@ -250,8 +250,7 @@ async def test_openrouter_streams_of_two_tenants_with_one_chunk_id_never_mix(
             upstream.script(model, Reply(message={"content": "again"}))
             follow = [
                 *first,
-                {"role": "assistant", "content": "", "tool_calls": [_call("call_or")]},
-                {"role": "tool", "tool_call_id": "call_or", "content": "ok"},
+                *_tool_step("call_or"),
             ]
             await litellm.acompletion(messages=follow, **common(tenant))
             sent[tenant] = upstream.bodies(model)[-1]["messages"][1].get("reasoning_details")
@@ -285,13 +284,7 @@ async def test_deterministic_tool_call_ids_never_share_a_record(upstream: Upstre
         for step in range(steps):
             upstream.script(
                 model,
-                Reply(
-                    message={
-                        "content": "",
-                        "reasoning_content": f"{task} / step {step}",
-                        "tool_calls": [_call("call_0", "lookup")],
-                    }
-                ),
+                _tool_reply(f"{task} / step {step}", "call_0", "lookup"),
             )
             await litellm.acompletion(messages=list(history), **common)
             history += [
@@ -323,18 +316,11 @@ async def test_a_namespace_cannot_spell_another_tenants_scope(upstream: Upstream
     first = [{"role": "user", "content": "shared prompt"}]
     follow = [
         *first,
-        {"role": "assistant", "content": "", "tool_calls": [_call("call_7")]},
-        {"role": "tool", "tool_call_id": "call_7", "content": "ok"},
+        *_tool_step("call_7"),
     ]
     upstream.script(
         model,
-        Reply(
-            message={
-                "content": "",
-                "reasoning_content": "victim secret",
-                "tool_calls": [_call("call_7")],
-            }
-        ),
+        _tool_reply("victim secret", "call_7"),
         Reply(message={"content": "attacker"}),
     )
     try:
@@ -359,12 +345,11 @@ async def test_scope_from_client_off_ignores_client_chosen_user_and_namespace(
     first = [{"role": "user", "content": "q"}]
     follow = [
         *first,
-        {"role": "assistant", "content": "", "tool_calls": [_call("call_9")]},
-        {"role": "tool", "tool_call_id": "call_9", "content": "ok"},
+        *_tool_step("call_9"),
     ]
     upstream.script(
         model,
-        Reply(message={"content": "", "reasoning_content": "R", "tool_calls": [_call("call_9")]}),
+        _tool_reply("R", "call_9"),
         Reply(message={"content": "done"}),
     )
     try:
@@ -393,7 +378,7 @@ async def test_a_stream_left_at_its_finish_chunk_is_captured_and_nothing_waits(
     model = f"break-{uuid.uuid4().hex[:6]}"
     upstream.script(
         model,
-        Reply(message={"content": "", "reasoning_content": "kept", "tool_calls": [_call("c1")]}),
+        _tool_reply("kept", "c1"),
         Reply(message={"content": "done"}),
     )
     first = [{"role": "user", "content": "go"}]
@@ -404,8 +389,7 @@ async def test_a_stream_left_at_its_finish_chunk_is_captured_and_nothing_waits(
                 break
         follow = [
             *first,
-            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
-            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            *_tool_step("c1"),
         ]
         start = time.monotonic()
         await litellm.acompletion(messages=follow, **_common(upstream, model))
@@ -422,7 +406,7 @@ def test_a_sync_stream_left_at_its_finish_chunk_is_captured(upstream: Upstream) 
     model = f"sbreak-{uuid.uuid4().hex[:6]}"
     upstream.script(
         model,
-        Reply(message={"content": "", "reasoning_content": "kept", "tool_calls": [_call("c1")]}),
+        _tool_reply("kept", "c1"),
         Reply(message={"content": "done"}),
     )
     first = [{"role": "user", "content": "go"}]
@@ -433,8 +417,7 @@ def test_a_sync_stream_left_at_its_finish_chunk_is_captured(upstream: Upstream) 
                 break
         follow = [
             *first,
-            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
-            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            *_tool_step("c1"),
         ]
         litellm.completion(messages=follow, **_common(upstream, model))
     finally:
@@ -475,7 +458,7 @@ async def test_a_tampered_record_is_never_echoed_in_a_log(
     model = f"tamper-{uuid.uuid4().hex[:6]}"
     upstream.script(
         model,
-        Reply(message={"content": "", "reasoning_content": "orig", "tool_calls": [_call("c1")]}),
+        _tool_reply("orig", "c1"),
         Reply(message={"content": "done"}),
     )
     first = [{"role": "user", "content": "go"}]
@@ -489,8 +472,7 @@ async def test_a_tampered_record_is_never_echoed_in_a_log(
             conn.execute("UPDATE records SET body = ?", (tampered.encode(),))
         follow = [
             *first,
-            {"role": "assistant", "content": "", "tool_calls": [_call("c1")]},
-            {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+            *_tool_step("c1"),
         ]
         await litellm.acompletion(messages=follow, **_common(upstream, model))
     finally:
@@ -532,13 +514,7 @@ async def test_memory_is_bounded_by_bytes_through_the_callback(upstream: Upstrea
         for i in range(8):
             upstream.script(
                 model,
-                Reply(
-                    message={
-                        "content": "",
-                        "reasoning_content": f"{i}{big}",
-                        "tool_calls": [_call(f"c{i}")],
-                    }
-                ),
+                _tool_reply(f"{i}{big}", f"c{i}"),
             )
             await litellm.acompletion(
                 messages=[{"role": "user", "content": f"task {i}"}], **_common(upstream, model)
@@ -547,8 +523,7 @@ async def test_memory_is_bounded_by_bytes_through_the_callback(upstream: Upstrea
         upstream.script(model, Reply(message={"content": "done"}))
         follow = [
             {"role": "user", "content": "task 7"},
-            {"role": "assistant", "content": "", "tool_calls": [_call("c7")]},
-            {"role": "tool", "tool_call_id": "c7", "content": "ok"},
+            *_tool_step("c7"),
         ]
         await litellm.acompletion(messages=follow, **_common(upstream, model))
     finally:

@@ -32,6 +32,7 @@ import binascii
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ..extract import BLOCK_TYPES
 from ..policy import TurnPolicy
 from ..types import Reasoning, ReasoningPart
 from ._base import strip_reasoning
@@ -172,7 +173,7 @@ def _has_answer(message: dict[str, Any]) -> bool:
         return bool(content.strip())
     if isinstance(content, list):
         return any(
-            isinstance(part, dict) and part.get("type") not in _BLOCK_KINDS for part in content
+            isinstance(part, dict) and part.get("type") not in BLOCK_TYPES for part in content
         )
     return False
 
@@ -296,7 +297,7 @@ def apply_layout(
 ) -> list[Any] | None:
     """An Anthropic-format assistant `content` (as LiteLLM built it: reasoning, text, tool
     uses) in its original order. None when it does not line up (then it is left alone)."""
-    reasoning = [b for b in content if isinstance(b, dict) and b.get("type") in _BLOCK_KINDS]
+    reasoning = [b for b in content if isinstance(b, dict) and b.get("type") in BLOCK_TYPES]
     texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
     uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
     if len(reasoning) + len(texts) + len(uses) != len(content):
@@ -307,6 +308,7 @@ def apply_layout(
     if any(set(t) - {"type", "text"} for t in texts) and len(text_entries) > 1:
         return None  # a text block with extras (cache_control) is not split
     text = "".join(str(t.get("text") or "") for t in texts)
+    whole = len(texts) == 1 == len(text_entries)  # the one text block goes back as it is
     out: list[Any] = []
     next_block = next_use = position = 0
     try:
@@ -321,19 +323,12 @@ def apply_layout(
                 size = int(entry[1:])
                 piece, position = text[position : position + size], position + size
                 if piece:  # Claude rejects empty text blocks
-                    out.append(
-                        texts[0]
-                        if len(texts) == 1 == len(text_entries)
-                        else {"type": "text", "text": piece}
-                    )
+                    out.append(texts[0] if whole else {"type": "text", "text": piece})
     except (IndexError, ValueError):
         return None
     if next_block != len(blocks) or next_use != len(uses) or position != len(text):
         return None
     return out
-
-
-_BLOCK_KINDS = frozenset({"thinking", "redacted_thinking"})
 
 
 def open_tool_loop(messages: Sequence[Any]) -> int | None:

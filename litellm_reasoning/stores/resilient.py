@@ -226,22 +226,18 @@ class ResilientStore(ReasoningStore):
             self._flush()
         return merged
 
-    def _keep(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        """The backend did not take `records`: remembered for the write-through."""
-        self._hold(scope, list(records))
-
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self.local.put_many(scope, records)
         if not records:
             return
         if not self._route():
-            self._keep(scope, records)
+            self._hold(scope, list(records))
             return
         try:
             self.backend.put_many(scope, records)
         except Exception as exc:
             self._failed(exc, "writing")
-            self._keep(scope, records)
+            self._hold(scope, list(records))
             return
         self._release(scope, list(records), None)
         if self._succeeded():
@@ -280,13 +276,13 @@ class ResilientStore(ReasoningStore):
         if not records:
             return
         if not self._route():
-            self._keep(scope, records)
+            self._hold(scope, list(records))
             return
         try:
             await self.backend.aput_many(scope, records)
         except Exception as exc:
             self._failed(exc, "writing")
-            self._keep(scope, records)
+            self._hold(scope, list(records))
             return
         self._release(scope, list(records), None)
         if self._succeeded():

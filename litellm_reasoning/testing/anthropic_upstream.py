@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..extract import BLOCK_TYPES
 from ._server import ScriptedServer
 
 
@@ -99,9 +100,6 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
     return "".join(out)
 
 
-_BLOCKS = ("thinking", "redacted_thinking")
-
-
 def _fingerprint(block: Any) -> tuple[Any, ...]:
     """What identifies a content block when comparing a sent message with a reply."""
     if not isinstance(block, dict):
@@ -135,7 +133,7 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
         if message.get("role") != "assistant" or not isinstance(content, list) or not content:
             continue
         kinds = [b.get("type") if isinstance(b, dict) else None for b in content]
-        if any(k in _BLOCKS for k in kinds) and kinds[0] not in _BLOCKS:
+        if any(k in BLOCK_TYPES for k in kinds) and kinds[0] not in BLOCK_TYPES:
             return (
                 f"messages.{i}.content.0: If an assistant message contains any thinking blocks, "
                 f"the first block must be thinking or redacted_thinking. Found {kinds[0]}."
@@ -150,7 +148,7 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
         content = messages[previous].get("content")
         blocks = content if isinstance(content, list) else [{"type": "text"}]
         first = blocks[0].get("type") if blocks and isinstance(blocks[0], dict) else "text"
-        if first not in _BLOCKS:
+        if first not in BLOCK_TYPES:
             return (
                 f"messages.{previous}.content.0.type: Expected `thinking` or "
                 f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final "
@@ -167,7 +165,7 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
         originals = [
             original
             for original in ([_fingerprint(b) for b in reply] for reply in issued)
-            if {f for f in original if f[0] in _BLOCKS} & set(sent)
+            if {f for f in original if f[0] in BLOCK_TYPES} & set(sent)
         ]
         if originals and sent not in originals:
             original = originals[-1]
