@@ -183,6 +183,10 @@ class Runner:
             dialects=case.raw.get("dialects"),
             policies=case.raw.get("policies"),
             max_reasoning_tokens=case.raw.get("max_reasoning_tokens"),
+            # A sync stream is captured on LiteLLM's logging thread after the caller has it;
+            # on a loaded machine that can take longer than the 2 s default. A request only
+            # waits while that very capture is open, so a long bound costs nothing otherwise.
+            capture_wait_seconds=15.0,
         )
 
     async def _call(
