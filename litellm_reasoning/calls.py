@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .identity import NO_ANCHOR, Anchor
+from .policy import TurnPolicy
+from .types import Reasoning
 
 CALL_STATE_KEY = "litellm_reasoning_call"
 """Where a call's `CallState` sits in LiteLLM's per-call logging details."""
@@ -37,6 +39,22 @@ class Capture:
     """Where the reply stands in its turn (`identity.message_key`)."""
     bridged: bool = False
     """A chat call LiteLLM sends to the Responses API: captured from its Responses events."""
+    origin: str | None = None
+    """`identity.origin_of` the deployment (what the reply's records are stamped with)."""
+    messages_format: bool = False
+    """An Anthropic-format `/v1/messages` call: its reply is keyed by `messages_format`."""
+    deployment: str | None = None
+    """The Router deployment's id."""
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedFor:
+    """The target one request was rendered for: what a refusal of it is charged to."""
+
+    provider: str | None
+    model: str | None
+    dialect: str
+    policy: TurnPolicy
 
 
 @dataclass(eq=False, slots=True)
@@ -49,6 +67,10 @@ class CallState:
     capture: Capture | None = None
     handled: bool = False
     """The request was rendered (or failed open) by the deployment hook."""
+    messages_format: bool = False
+    """An Anthropic-format `/v1/messages` call (its body is never edited as a chat body)."""
+    sent: bool = False
+    """The body of an attempt went out (`log_pre_api_call` ran): a next one is a retry."""
     captured: bool = False
     summary: dict[str, Any] | None = None
     """The decisions summary, until LiteLLM's logging metadata exists (`log_pre_api_call`)."""
@@ -65,6 +87,11 @@ class CallState:
     layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)
     """Rendered message index -> (layout, blocks in order): Claude messages whose blocks go back
     where they stood (`anthropic.apply_layout`)."""
+    restored: dict[str, Reasoning] = field(default_factory=dict)
+    """Store key -> record, for every record restored into this call's request (and its
+    release-0.1.0 key): what a provider's refusal evicts (`healing`)."""
+    rendered_for: RenderedFor | None = None
+    """The target the request was rendered for."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __copy__(self) -> CallState:

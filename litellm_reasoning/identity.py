@@ -248,3 +248,14 @@ def key_at(scope: str, messages: Sequence[Any], index: int) -> str:
     roles = [m.get("role") if isinstance(m, dict) else None for m in messages[:index]]
     anchor = anchor_of(list(zip(roles, shapes, strict=False)), index)
     return message_key(scope, messages[index], digests[index], shapes[index], anchor)
+
+
+def origin_of(provider: str | None, credentials: Sequence[Any]) -> str:
+    """A one-way fingerprint of who issues a deployment's reasoning: its provider and
+    credentials (API key, organisation, project, AWS identity). The credential itself is never
+    kept: 16 hex digits of a purpose-keyed blake2b, which identify, not reveal."""
+    digest = hashlib.blake2b(digest_size=8, person=b"lr-origin")
+    for value in (provider, *credentials):
+        digest.update(str(value if value is not None else "").encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()

@@ -8,7 +8,9 @@ beside LiteLLM's own. Without `prometheus_client` every call here is a no-op.
 * `litellm_reasoning_messages_total{dialect, policy, decision}`: assistant messages per decision
   (`kept`, `restored`, `stripped`, `dropped_foreign`, `missing`, `over_budget`);
 * `litellm_reasoning_tokens_total{dialect, policy, kind}`: estimated reasoning tokens `sent`
-  and `saved`.
+  and `saved`;
+* `litellm_reasoning_refusals_total{dialect, kind}`: provider refusals of reasoning the callback
+  sent, healed (`healing.Refusal`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,12 @@ _DEFINITIONS = (
         "litellm_reasoning_tokens",
         "Estimated reasoning tokens sent and saved",
         ("dialect", "policy", "kind"),
+    ),
+    (
+        "refusals",
+        "litellm_reasoning_refusals",
+        "Provider refusals of reasoning the callback sent, healed",
+        ("dialect", "kind"),
     ),
 )
 
@@ -113,3 +121,10 @@ def record(summary: Mapping[str, Any]) -> None:
             if child is None:
                 child = by_kind[kind] = counters["tokens"].labels(dialect, policy, kind)
             child.inc(tokens)
+
+
+def record_refusal(dialect: str, kind: str) -> None:
+    """Count one healed refusal."""
+    counters = _counters()
+    if counters is not None:
+        counters["refusals"].labels(dialect, kind).inc()

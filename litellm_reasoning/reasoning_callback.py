@@ -18,11 +18,13 @@ and lets the request through with only `turn` removed.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import json
 import logging
 import re
+import sys
 import threading
 import time
 import uuid
@@ -36,9 +38,9 @@ import litellm
 from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
-from . import identity, metrics, responses_input
+from . import healing, identity, messages_format, metrics, responses_input, turns
 from ._pending import PendingCaptures, await_any, wait_any
-from .calls import CallState, Capture, details_of, new_state, state_in, state_of
+from .calls import CallState, Capture, RenderedFor, details_of, new_state, state_in, state_of
 from .decisions import summarize, with_summary
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .dialects.anthropic import (
@@ -64,6 +66,7 @@ from .extract import BLOCK_TYPES, reasoning_from_message
 from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
 from .policy import TurnPolicy, provider_manages_thinking
 from .prefix_cache import History, PrefixCache
+from .refused import RefusedRecords
 from .render import Rendered, effective_turn_start, plan, render
 from .stores import MemoryStore, ReasoningStore, store_from_url
 from .stream_assembly import StreamedDetails
@@ -75,6 +78,9 @@ logger = logging.getLogger("litellm_reasoning")
 
 _COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
 _RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
+_MESSAGES_CALL_TYPES = frozenset({"anthropic_messages"})
+_RENDERED_AFTER_ROUTING = _COMPLETION_CALL_TYPES | _RESPONSES_CALL_TYPES | _MESSAGES_CALL_TYPES
+"""Call types whose `turn` the deployment hook reads (and removes) after routing."""
 _REDACTED = "redacted-by-litellm"
 
 
@@ -102,6 +108,8 @@ class _Request:
     """Where this call's reply will stand in its turn."""
     history: History | None = None
     """The history as hashed (kept after rendering, so the next request reuses it)."""
+    origin: tuple[str, str | None] = ("", None)
+    """(`identity.origin_of` the deployment, its Router id)."""
 
 
 def _call_type_name(call_type: Any) -> str:
@@ -211,6 +219,10 @@ class ReasoningCallback(CustomLogger):
         self._pending = PendingCaptures(max_open=max_tracked_calls)
         self._histories = PrefixCache()
         self._warned: dict[str, float] = {}
+        # Healing (`healing`): records a provider refused, and targets that asked for more.
+        self._refused = RefusedRecords()
+        self._healed_policies: dict[tuple[str | None, str | None, str], TurnPolicy] = {}
+        self._tasks: set[asyncio.Task[None]] = set()  # store deletes under way
         try:
             _send_bedrock_redacted_thinking()
         except Exception as exc:
@@ -300,7 +312,7 @@ class ReasoningCallback(CustomLogger):
         except TypeError:  # an unhashable input: resolved every time
             resolved, key = None, None
         if resolved is not None:
-            return resolved  # type: ignore[no-any-return]
+            return self._healed(*resolved)
         provider, bare_model, api_base, names = _deployment(kwargs)
         target = resolve_target(
             provider,
@@ -313,7 +325,18 @@ class ReasoningCallback(CustomLogger):
         )
         if key is not None:
             self._targets.put(key, (target, provider, bare_model))
-        return target, provider, bare_model
+        return self._healed(target, provider, bare_model)
+
+    def _healed(
+        self, target: Target, provider: str | None, model: str
+    ) -> tuple[Target, str | None, str]:
+        """The target, with the policy a refusal of this provider asked for (`_heal`)."""
+        if self._healed_policies:
+            policy = self._healed_policies.get((provider, model, target.dialect))
+            if policy is not None and policy is not target.policy:
+                why = f"{target.why}; the provider refused the previous policy ({policy.value} now)"
+                target = dataclasses.replace(target, policy=policy, why=why)
+        return target, provider, model
 
     def _begin(self, state: CallState, capture: Capture) -> None:
         """Remember what this call's capture needs, and open it for later requests to wait on."""
@@ -373,6 +396,7 @@ class ReasoningCallback(CustomLogger):
             history.legacy_keys_for(wanted) if self._legacy_keys_on else {},
             history.anchor(len(messages)),
             history,
+            _origin(kwargs, provider),
         )
 
     def _open_captures(
@@ -463,7 +487,12 @@ class ReasoningCallback(CustomLogger):
     def _complete(
         self, request: _Request, found: Mapping[str, Reasoning], state: CallState
     ) -> Rendered:
-        stored = _stored_records(request.keys, request.legacy, found)
+        found = self._refused.without_refused(request.scope, found)
+        stored = self._of_origin(
+            _stored_records(request.keys, request.legacy, found),
+            request.origin[0],
+            request.provider,
+        )
         dialect = get_dialect(request.target.dialect)
         history = request.history
         rendered = render(
@@ -484,6 +513,7 @@ class ReasoningCallback(CustomLogger):
         if history is not None:
             self._histories.remember(history)
         limited = self._limit(request, rendered, stored)
+        self._restored_into(state, request, stored, rendered.restored)
         self._begin(
             state,
             Capture(
@@ -493,6 +523,8 @@ class ReasoningCallback(CustomLogger):
                 request.model,
                 anchor=request.anchor,
                 bridged=request.target.dialect == "openai_responses",
+                origin=request.origin[0],
+                deployment=request.origin[1],
             ),
         )
         self._finish(rendered, request.target)
@@ -501,6 +533,59 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:  # reporting never undoes the rendering
             self._fail("reporting the request's decisions", exc)
         return rendered
+
+    def _of_origin(
+        self, stored: dict[int, Reasoning], origin: str, provider: str | None
+    ) -> dict[int, Reasoning]:
+        """`stored` as this deployment may receive it: signed and encrypted parts another
+        deployment of this provider issued with other credentials (another organisation,
+        account or project) are left out, their text stays where the dialect takes plain
+        text. Another provider's records are the dialect's to judge (`dropped_foreign`)."""
+        foreign = [
+            i
+            for i, record in stored.items()
+            if record.origin is not None
+            and record.origin != origin
+            and record.provider == provider
+            and _opaque(record)
+        ]
+        if not foreign:
+            return stored
+        out = dict(stored)
+        for i in foreign:
+            readable = _readable_parts(out[i])
+            if readable is None:
+                del out[i]
+            else:
+                out[i] = readable
+        self.stats["foreign_origin"] += len(foreign)
+        logger.debug(
+            "litellm-reasoning: the signed or encrypted reasoning of messages %s was issued by "
+            "another deployment (another organisation, account or project): left out",
+            foreign,
+        )
+        return out
+
+    @staticmethod
+    def _restored_into(
+        state: CallState,
+        request: _Request,
+        stored: Mapping[int, Reasoning],
+        restored: Sequence[int],
+    ) -> None:
+        """Note what went into this request from the store (what a refusal of it evicts)."""
+        target = request.target
+        state.rendered_for = RenderedFor(
+            request.provider, request.model, target.dialect, target.policy
+        )
+        state.restored = {}
+        for i in restored:
+            record = stored.get(i)
+            if record is None:
+                continue
+            for keys in (request.keys, request.legacy):
+                if i in keys:
+                    state.restored[keys[i]] = record
 
     def _limit(
         self, request: _Request, rendered: Rendered, stored: Mapping[int, Reasoning]
@@ -602,6 +687,8 @@ class ReasoningCallback(CustomLogger):
         messages = kwargs.get("messages")
         if _call_type_name(call_type) in _RESPONSES_CALL_TYPES:
             return await self._responses_pre_call(kwargs)
+        if _call_type_name(call_type) in _MESSAGES_CALL_TYPES:
+            return await self._messages_pre_call(kwargs)
         if _call_type_name(call_type) not in _COMPLETION_CALL_TYPES or not isinstance(
             messages, list
         ):
@@ -620,6 +707,7 @@ class ReasoningCallback(CustomLogger):
                 state.body_patch = (_LAYOUT_PATCH, rendered.messages)
             if self._claude_without_thinking(target, [kwargs], rendered.messages):
                 state.layouts, state.body_patch = {}, None
+                state.restored = {}
                 # LiteLLM's `modify_params` behaviour, for this call only.
                 kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
                 for name in ("thinking", "reasoning_effort"):
@@ -627,14 +715,26 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("rendering the request", exc)
             state.handled = True
+            state.restored = {}
             kwargs["messages"] = _without_turn(messages)
         return kwargs
 
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
-        """Sync calls (and positional-`messages` async calls): rewrite the provider body."""
+        """Sync calls (and positional-`messages` async calls): rewrite the provider body.
+
+        Also every further attempt of a call LiteLLM retries itself (`num_retries`): it builds
+        the body again from the caller's messages (the deployment hook does not run again), so
+        the attempt is rendered here, after healing what the failed attempt was refused for."""
         try:
             state = state_in(kwargs)
+            if state is not None and state.sent:
+                self._heal_before_retry(state)
+                if state.messages_format:
+                    return  # an Anthropic-format body is never edited as a chat body
+                state = None
             handled = state is not None and state.handled
+            if state is not None:
+                state.sent = True
             patch = None
             if state is not None and handled:
                 patch, state.body_patch = state.body_patch, None
@@ -662,13 +762,16 @@ class ReasoningCallback(CustomLogger):
                 if not isinstance(messages, list):
                     raise TypeError("no messages to render")
                 state = self._start(kwargs)
+                state.sent = True
                 rendered, target = self._render_sync(kwargs, messages, state)
             except Exception as exc:
                 self._fail("rendering the request", exc)
                 body["messages"] = _without_turn(wire)
                 return
             if isinstance(get_dialect(target.dialect), AnthropicDialect):
-                self._patch_anthropic_body(body, rendered, target, kwargs, state.layouts)
+                restored, state.restored = state.restored, {}
+                if self._patch_anthropic_body(body, rendered, target, kwargs, state.layouts):
+                    state.restored = restored
                 return
             if callable(getattr(get_dialect(target.dialect), "patch_wire", None)):
                 body["messages"] = _patch_assistants(
@@ -742,10 +845,11 @@ class ReasoningCallback(CustomLogger):
         target: Target,
         kwargs: Any,
         layouts: Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]],
-    ) -> None:
+    ) -> bool:
         """Sync calls to Claude: put each assistant message's rendered thinking blocks in its
         Anthropic-native content (LiteLLM already translated the client's messages): where they
-        stood in the reply when its record says so, first otherwise."""
+        stood in the reply when its record says so, first otherwise. False: thinking was
+        turned off for this call (no block sent)."""
         wire = body["messages"] = _without_turn(body["messages"])
         runs = _assistant_runs(rendered.messages)
         answers = [m for m in wire if isinstance(m, dict) and m.get("role") == "assistant"]
@@ -777,6 +881,7 @@ class ReasoningCallback(CustomLogger):
                 _lay_out(run, sent, layouts)
         if disable:
             body.pop("thinking", None)
+        return not disable
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -785,7 +890,7 @@ class ReasoningCallback(CustomLogger):
         deployment hook, which also removes `turn`: it must still be there for the turn rule);
         other endpoints get the turn rule's one hard guarantee: `turn` never reaches them."""
         try:
-            if _call_type_name(call_type) in _COMPLETION_CALL_TYPES | _RESPONSES_CALL_TYPES:
+            if _call_type_name(call_type) in _RENDERED_AFTER_ROUTING:
                 return None
             for field in ("messages", "input"):
                 value = data.get(field)
@@ -804,9 +909,12 @@ class ReasoningCallback(CustomLogger):
         state = state_of(request_data)
         chunks: list[Any] = []
         finished = False
+        sse: list[str] = []  # `/v1/messages`: the raw SSE text so far
         try:
             async for chunk in response:
                 chunks.append(chunk)
+                if state is not None and isinstance(chunk, bytes | str):
+                    await self._capture_sse(state, sse, chunk)
                 yield chunk
             finished = True
         finally:
@@ -880,7 +988,15 @@ class ReasoningCallback(CustomLogger):
             raw = _raw_claude_reply(capture, source)
             layout = _reply_layout(capture, state, source, raw)
             self._report_transformations(capture, state, response, raw)
-            return capture, self._records(capture, response, state.streamed_details, layout)
+            records = self._records(capture, response, state.streamed_details, layout)
+            if capture.origin is not None:
+                records = {
+                    key: dataclasses.replace(
+                        record, origin=capture.origin, deployment=capture.deployment
+                    )
+                    for key, record in records.items()
+                }
+            return capture, records
         except Exception as exc:
             self._fail("capturing the reply's reasoning", exc)
             return capture, {}
@@ -974,6 +1090,8 @@ class ReasoningCallback(CustomLogger):
             capture = state.capture if state is not None else None
             if capture is not None and capture.responses_input and _responses_output(response):
                 await self._acapture(state, response)
+        elif _call_type_name(call_type) in _MESSAGES_CALL_TYPES and isinstance(response, dict):
+            await self._capture_message(state, response.get("content"))
         return None
 
     async def async_log_success_event(
@@ -989,14 +1107,118 @@ class ReasoningCallback(CustomLogger):
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        self.log_failure_event(kwargs, response_obj, start_time, end_time)
+        state = state_in(kwargs)
+        if state is None:
+            return
+        self._pending.close(state.id)
+        try:
+            if evict := self._heal(state, kwargs):
+                await self.store.adelete_many(evict[0], evict[1])
+        except Exception as exc:
+            self._fail("evicting refused reasoning from the store", exc)
 
     def log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
         state = state_in(kwargs)
-        if state is not None:
-            self._pending.close(state.id)
+        if state is None:
+            return
+        self._pending.close(state.id)
+        try:
+            if evict := self._heal(state, kwargs):
+                self.store.delete_many(evict[0], evict[1])
+        except Exception as exc:
+            self._fail("evicting refused reasoning from the store", exc)
+
+    def _heal_before_retry(self, state: CallState) -> None:
+        """LiteLLM retries a call from inside its `except` block, before any failure event: the
+        attempt that failed is the exception being handled."""
+        failed = sys.exc_info()[1]
+        if failed is None:
+            return
+        evict = self._heal(state, {"exception": failed})
+        if not evict:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.store.delete_many(*evict)
+            return
+        # The refused set already keeps them out of this retry; the store (every replica)
+        # follows without blocking the event loop.
+        task = loop.create_task(self.store.adelete_many(*evict))
+        self._tasks.add(task)
+        task.add_done_callback(self._deleted)
+
+    def _deleted(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            self._fail("evicting refused reasoning from the store", task.exception())  # type: ignore[arg-type]
+
+    def _heal(self, state: CallState, details: Mapping[str, Any]) -> tuple[str, list[str]] | None:
+        """A refusal of reasoning this call's request carried because of the callback: the
+        records restored into it are never restored again (this process's refused set now; the
+        store's delete, returned as (scope, keys), for every replica), or the target moves to
+        the policy the provider asked for. Runs before LiteLLM's own retry of the call (its
+        failure handler is awaited first) and before the client can resend it."""
+        target, capture = state.rendered_for, state.capture
+        exception = details.get("exception")
+        if target is None or capture is None or exception is None:
+            return None
+        refusal = healing.classify(str(exception))
+        if refusal is None:
+            return None
+        restored, state.restored = state.restored, {}  # one healing per refused request
+        healed = healing.heal(refusal, restored, target.policy)
+        if healed is None:
+            return None
+        self.stats["refusals_healed"] += 1
+        metrics.record_refusal(target.dialect, refusal.value)
+        evicted = {key: restored[key] for key in healed.evict}
+        if evicted:
+            self._refused.add(capture.scope, evicted)
+            self.stats["refused_records"] += len(evicted)
+        if healed.policy is not None:
+            self._healed_policies[(target.provider, target.model, target.dialect)] = healed.policy
+        if isinstance(state.reported, dict):
+            state.reported["refused"] = {
+                "kind": refusal.value,
+                "evicted": len(evicted),
+                **({"policy": healed.policy.value} if healed.policy is not None else {}),
+            }
+        self._warn_refusal(target, refusal, len(evicted), healed.policy)
+        return (capture.scope, list(evicted)) if evicted else None
+
+    def _warn_refusal(
+        self,
+        target: RenderedFor,
+        refusal: healing.Refusal,
+        evicted: int,
+        policy: TurnPolicy | None,
+    ) -> None:
+        where = f"refusal:{target.dialect}:{refusal.value}"
+        now = time.monotonic()
+        if now - self._warned.get(where, -1e9) < 60.0:
+            return
+        self._warned[where] = now
+        if policy is not None:
+            logger.warning(
+                "litellm-reasoning: %s/%s refused a request for its reasoning (%s); its "
+                "requests now carry reasoning as policy %s",
+                target.provider,
+                target.model,
+                refusal.value,
+                policy.value,
+            )
+        else:
+            logger.warning(
+                "litellm-reasoning: %s/%s refused reasoning this callback restored (%s): %d "
+                "record(s) evicted, never restored again; a retry goes without them",
+                target.provider,
+                target.model,
+                refusal.value,
+                evicted,
+            )
 
     # ------------------------------------------------------------------ OpenAI Responses API
 
@@ -1017,7 +1239,7 @@ class ReasoningCallback(CustomLogger):
             )
             target, provider, model = self._responses_target(kwargs)
             if bridged or target.dialect != "openai_responses":
-                kwargs["input"] = responses_input.without_turn(items)
+                kwargs["input"] = turns.without_turn(items)
                 return kwargs
             state = self._start(details)
             scope = self._scope(kwargs)
@@ -1025,8 +1247,11 @@ class ReasoningCallback(CustomLogger):
             keys = responses_input.wanted(conversation, target.policy)
             # A reply is filed under the state before the item it precedes (none before item 0).
             before = {i: conversation.digests[i - 1] for i in keys if i > 0}
-            found = await self._alookup(scope, keys, before)
-            stored = {i: found[key] for i, key in keys.items() if key in found}
+            found = self._refused.without_refused(scope, await self._alookup(scope, keys, before))
+            origin = _origin(kwargs, provider)
+            stored = self._of_origin(
+                {i: found[key] for i, key in keys.items() if key in found}, origin[0], provider
+            )
             rendered = responses_input.render_input(
                 items, stored, store=_request_param(kwargs, "store") is not False
             )
@@ -1035,14 +1260,139 @@ class ReasoningCallback(CustomLogger):
                 _ask_for_encrypted_content(kwargs, target, model)
             self.stats["restored"] += len(rendered.restored)
             self.stats["dropped"] += len(rendered.dropped)
+            state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+            state.restored = {keys[i]: stored[i] for i in rendered.restored if i in stored}
             self._begin(
                 state,
-                Capture(scope, conversation.digest, provider, model, responses_input=True),
+                Capture(
+                    scope,
+                    conversation.digest,
+                    provider,
+                    model,
+                    responses_input=True,
+                    origin=origin[0],
+                    deployment=origin[1],
+                ),
             )
         except Exception as exc:
             self._fail("rendering the Responses input", exc)
-            kwargs["input"] = responses_input.without_turn(items)
+            kwargs["input"] = turns.without_turn(items)
         return kwargs
+
+    # ------------------------------------------------------------------ Anthropic Messages API
+
+    async def _messages_pre_call(self, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+        """`/v1/messages` (Claude Code, the Anthropic SDKs) to a deployment LiteLLM sends the
+        Anthropic body to (this hook's rewrite reaches the wire): thinking blocks a client
+        dropped go back in place, for the current turn and for the earlier turns the target's
+        policy keeps; nothing the client sent is taken out but `turn`."""
+        messages = kwargs.get("messages")
+        if not isinstance(messages, list) or not self.active:
+            return None
+        state = self._start(details_of(kwargs))
+        state.handled = state.messages_format = True  # never edited as a chat body later
+        try:
+            cleaned = turns.without_turn(messages)
+            kwargs["messages"] = cleaned
+            target, provider, model = self._target(kwargs, [])
+            dialect = get_dialect(target.dialect)
+            if not isinstance(dialect, AnthropicDialect):
+                return kwargs
+            scope = self._scope(kwargs)
+            origin = _origin(kwargs, provider)
+            digests = messages_format.prefix_digests(cleaned)
+            start = messages_format.turn_start(messages)
+            wanted: dict[int, str] = {}
+            for i, message in enumerate(cleaned):
+                if (
+                    isinstance(message, dict)
+                    and message.get("role") == "assistant"
+                    and not messages_format.reasoning_blocks(message)
+                    and _messages_keeps(target.policy, i, start, message)
+                ):
+                    wanted[i] = messages_format.message_key(scope, digests[i], message)
+            before = {i: digests[i] for i in wanted}
+            found = self._refused.without_refused(scope, await self._alookup(scope, wanted, before))
+            stored = {
+                i: found[key]
+                for i, key in wanted.items()
+                if key in found and dialect.accepts(found[key])
+            }
+            stored = self._of_origin(stored, origin[0], provider)
+            # Earlier turns: Claude lets a leading run of blocks go, not one in the middle.
+            last_miss = max((i for i in wanted if i < start and i not in stored), default=-1)
+            out, restored = list(cleaned), {}
+            for i, record in stored.items():
+                if i < last_miss:
+                    continue
+                message = messages_format.with_blocks(cleaned[i], record)
+                if message is not None:
+                    out[i], restored[wanted[i]] = message, record
+            kwargs["messages"] = out
+            self.stats["restored"] += len(restored)
+            self.stats["missing"] += sum(i > start and i not in stored for i in wanted)
+            state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+            state.restored = restored
+            self._begin(
+                state,
+                Capture(
+                    scope,
+                    digests[-1],
+                    provider,
+                    model,
+                    origin=origin[0],
+                    deployment=origin[1],
+                    messages_format=True,
+                ),
+            )
+        except Exception as exc:
+            self._fail("rendering the Anthropic-format request", exc)
+            state.restored = {}
+            kwargs["messages"] = turns.without_turn(messages)
+        return kwargs
+
+    async def _capture_sse(self, state: CallState, sse: list[str], chunk: bytes | str) -> None:
+        """One chunk of a `/v1/messages` stream: at `message_stop` (before the client has that
+        event) the reply is captured from the SSE text received."""
+        try:
+            if state.captured or not state.messages_format:
+                return
+            text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
+            sse.append(text)
+            if "message_stop" not in "".join(sse[-2:]):
+                return
+            content = messages_format.content_of_stream("".join(sse))
+        except Exception as exc:
+            self._fail("reading a /v1/messages stream", exc)
+            return
+        if content is not None:
+            await self._capture_message(state, content)
+
+    async def _capture_message(self, state: CallState | None, content: Any) -> None:
+        """An Anthropic-format reply's content blocks, kept under the key its assistant message
+        will have when the client sends it back."""
+        if state is None or not isinstance(content, list):
+            return
+        capture = state.claim()
+        try:
+            if capture is None or not capture.messages_format:
+                return
+            record = messages_format.record_of_reply(
+                content, provider=capture.provider, model=capture.model
+            )
+            if record is None:
+                return
+            record = dataclasses.replace(
+                record, origin=capture.origin, deployment=capture.deployment
+            )
+            message = {"role": "assistant", "content": content}
+            key = messages_format.message_key(capture.scope, capture.digest, message)
+            await self.store.aput_many(capture.scope, {key: record})
+            self.stats["captured"] += 1
+        except Exception as exc:
+            self._fail("capturing the Anthropic-format reply", exc)
+        finally:
+            self._pending.close(state.id)
 
     def _responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
         """The target of a native Responses call: resolved as the `responses/<model>` model of
@@ -1326,6 +1676,74 @@ def _lay_out(
 
 def _wanted_keys(keys: Mapping[int, str], legacy: Mapping[int, str] | None) -> list[str]:
     return sorted({*keys.values(), *(legacy.values() if legacy else ())})
+
+
+def _messages_keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:
+    """Whether an Anthropic-format assistant message carries its reasoning under `policy`:
+    the current turn always (Claude's tool loop needs it), earlier turns as the policy says."""
+    if index > turn_start:
+        return True
+    if policy is TurnPolicy.ALL_TURNS:
+        return True
+    if policy is TurnPolicy.TOOL_CALLS_ALL_TURNS:
+        content = message.get("content")
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+        )
+    return False
+
+
+def _opaque(record: Reasoning) -> bool:
+    return any(part.signature or part.data for part in record.parts)
+
+
+def _readable_parts(record: Reasoning) -> Reasoning | None:
+    """`record` without what only its issuer can read (signatures, encrypted and redacted
+    data); None when nothing else is left."""
+    parts = tuple(
+        dataclasses.replace(part, signature=None)
+        for part in record.parts
+        if not part.data and part.text
+    )
+    if not parts:
+        return None
+    return dataclasses.replace(record, parts=parts, layout=(), origin=None)
+
+
+_CREDENTIALS = (
+    "api_key",
+    "organization",
+    "vertex_project",
+    "vertex_credentials",
+    "aws_access_key_id",
+    "aws_role_name",
+    "aws_profile_name",
+    "aws_bedrock_runtime_endpoint",
+)
+"""What tells one organisation, account or project apart among a provider's deployments."""
+
+
+def _origin(kwargs: Mapping[str, Any], provider: str | None) -> tuple[str, str | None]:
+    """(`identity.origin_of` the deployment a call goes to, its Router id), from what the
+    caller or the Router deployment gave: on the sync path LiteLLM's logging details also
+    hold resolved values at the top level (an env key), so `litellm_params` (as given) wins,
+    and both paths fingerprint a deployment alike."""
+    params = kwargs.get("litellm_params")
+    params = params if isinstance(params, dict) else {}
+    details = "additional_args" in kwargs
+
+    def given(name: str) -> Any:
+        if name in params:
+            return params.get(name)
+        return None if details else kwargs.get(name)
+
+    info = given("model_info")
+    deployment = info.get("id") if isinstance(info, dict) else None
+    credentials = [given(name) for name in _CREDENTIALS]
+    # Not the endpoint: LiteLLM's logging details hold the resolved URL where the deployment
+    # hook has none, and an endpoint does not tell organisations apart, its credential does.
+    origin = identity.origin_of(provider, credentials)
+    return origin, str(deployment) if deployment is not None else None
 
 
 def _stored_records(

@@ -30,7 +30,7 @@ from .dialects.openai_responses import (
     reasoning_input_items,
 )
 from .policy import TurnPolicy
-from .turns import TURN_KEY
+from .turns import TURN_KEY, without_turn
 from .types import Reasoning, ReasoningPart
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
@@ -49,15 +49,6 @@ def starts_turn(item: Any) -> bool:
     if not _is_message(item) or item.get("role") != "user":
         return False
     return item.get(TURN_KEY, True) is not False
-
-
-def without_turn(items: Sequence[Any]) -> list[Any]:
-    return [
-        {k: v for k, v in item.items() if k != TURN_KEY}
-        if isinstance(item, dict) and TURN_KEY in item
-        else item
-        for item in items
-    ]
 
 
 def _text(content: Any) -> Any:

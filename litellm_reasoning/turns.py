@@ -32,3 +32,13 @@ def current_turn_start(messages: Sequence[Any]) -> int:
         if starts_turn(messages[index]):
             return index
     return -1
+
+
+def without_turn(items: Sequence[Any]) -> list[Any]:
+    """`items` with `turn` removed from each dict that has it (the others as they are)."""
+    return [
+        {k: v for k, v in item.items() if k != TURN_KEY}
+        if isinstance(item, dict) and TURN_KEY in item
+        else item
+        for item in items
+    ]

@@ -14,6 +14,10 @@ PartKind = Literal["thinking", "redacted", "encrypted"]
 SCHEMA_VERSION = 1
 
 
+def _text(raw: Any) -> str | None:
+    return raw if isinstance(raw, str) else None
+
+
 def _layout(raw: Any) -> tuple[str, ...]:
     if not isinstance(raw, list) or not all(isinstance(entry, str) for entry in raw):
         return ()
@@ -86,6 +90,12 @@ class Reasoning:
     """Where each block stood among the reply's content blocks, in order (Claude): `r` the next
     reasoning part, `u` the next tool call, `t<n>` a text block of n characters. Empty: not
     known (the reasoning goes first, as LiteLLM puts it)."""
+    origin: str | None = None
+    """`identity.origin_of` the deployment that issued it (endpoint and credential, one-way):
+    signed and encrypted parts go back only to a deployment of the same origin. None: not
+    known (a record of release 0.2.0 or earlier, the client's own)."""
+    deployment: str | None = None
+    """LiteLLM's id of the Router deployment that issued it, when there was one."""
 
     @property
     def text(self) -> str:
@@ -107,6 +117,10 @@ class Reasoning:
             out["superseded"] = True  # ignored by 0.1.0, which reads the rest as before
         if self.layout:
             out["layout"] = list(self.layout)  # ignored by 0.1.0 too
+        if self.origin is not None:
+            out["origin"] = self.origin  # ignored by 0.1.0 and 0.2.0
+        if self.deployment is not None:
+            out["deployment"] = self.deployment
         return out
 
     @classmethod
@@ -119,6 +133,8 @@ class Reasoning:
             model=raw.get("model"),
             superseded=raw.get("superseded") is True,
             layout=_layout(raw.get("layout")),
+            origin=_text(raw.get("origin")),
+            deployment=_text(raw.get("deployment")),
         )
 
     @classmethod

@@ -7,6 +7,18 @@ from typing import Any
 
 import litellm
 
+THINKING = {"type": "enabled", "budget_tokens": 1024}
+"""Claude's extended thinking, as the tests ask for it."""
+READ_FILE = {
+    "type": "function",
+    "function": {
+        "name": "read_file",
+        "description": "Read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    },
+}
+"""The one tool of the tool-loop tests (OpenAI format)."""
+
 
 def dropping_client(message: Any) -> dict[str, Any]:
     """A client that keeps only role, content and tool calls (ids verbatim) of the reply
@@ -26,10 +38,18 @@ def dropping_client(message: Any) -> dict[str, Any]:
 
 
 async def complete(
-    how: str, model: str, api_base: str, messages: list[Any], *, stream: bool, **extra: Any
+    how: str,
+    model: str,
+    api_base: str,
+    messages: list[Any],
+    *,
+    stream: bool,
+    retries: int = 0,
+    **extra: Any,
 ) -> Any:
     """One request by call path (`acompletion`, `completion`, `router.acompletion`,
-    `router.completion`; a stream read to its end); LiteLLM's reply message."""
+    `router.completion`; a stream read to its end); LiteLLM's reply message. `retries`:
+    LiteLLM's own (`num_retries` of the call, or of the Router)."""
     params: dict[str, Any] = {"messages": messages, "stream": stream, **extra}
     target: Any = litellm
     if how.startswith("router."):
@@ -40,11 +60,13 @@ async def complete(
                     "litellm_params": {"model": model, "api_base": api_base, "api_key": "k"},
                 }
             ],
-            num_retries=0,
+            num_retries=retries,
         )
         params["model"] = "group"
     else:
         params.update(model=model, api_base=api_base, api_key="k")
+        if retries:
+            params["num_retries"] = retries
 
     def assemble(chunks: list[Any]) -> Any:
         built = litellm.stream_chunk_builder(chunks)

@@ -18,6 +18,8 @@ PURE = [
     "model_table",
     "limits",
     "decisions",
+    "healing",
+    "refused",
     "prefix_cache",
     "stream_assembly",
     "responses_input",

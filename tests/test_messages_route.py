@@ -5,6 +5,7 @@ proxy's iterator hook as raw SSE bytes, which release 0.1.0 handed to LiteLLM's 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +16,18 @@ from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, Anthrop
 pytestmark = pytest.mark.proxy
 
 THINKING = {"type": "enabled", "budget_tokens": 1024}
+GROUPS = {
+    "claude": "claude-sonnet-4-5",
+    "claude-loop": "claude-sonnet-4-5-loop",
+    "claude-loop-stream": "claude-sonnet-4-5-loop-stream",
+    "claude-current": "claude-sonnet-4-5-current",
+}
+"""Model group -> the upstream model (one script each). `claude-current*`: policy current_turn."""
+TOOL = {
+    "name": "read_file",
+    "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="
 
 
@@ -28,13 +41,24 @@ def claude() -> Iterator[AnthropicUpstream]:
 def proxy(claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from proxy_utils import proxy_config, run_proxy
 
-    deployment = {"model": "anthropic/claude-sonnet-4-5", "api_base": claude.base_url}
     config = proxy_config(
-        [{"model_name": "claude", "litellm_params": {**deployment, "api_key": "k"}}]
+        [
+            {
+                "model_name": group,
+                "litellm_params": {
+                    "model": f"anthropic/{model}",
+                    "api_base": claude.base_url,
+                    "api_key": "k",
+                },
+            }
+            for group, model in GROUPS.items()
+        ]
     )
-    with run_proxy(
-        config, tmp_path_factory.mktemp("messages"), env={"LITELLM_REASONING_STORE": "memory://"}
-    ) as running:
+    env = {
+        "LITELLM_REASONING_STORE": "memory://",
+        "LITELLM_REASONING_POLICIES": json.dumps({"claude-current*": "current_turn"}),
+    }
+    with run_proxy(config, tmp_path_factory.mktemp("messages"), env=env) as running:
         yield running
 
 
@@ -67,3 +91,106 @@ def test_messages_json_and_streams_leave_no_error_in_the_proxy_log(
     log = proxy.log_path.read_text(errors="replace")
     errors = [line for line in log.splitlines() if "ERROR" in line or "litellm-reasoning:" in line]
     assert errors == [] and "Traceback" not in log, "\n".join(errors) or log[-3000:]
+
+
+def _blocks(message: Any) -> list[dict[str, Any]]:
+    return [b.model_dump(exclude_none=True) for b in message.content]
+
+
+def _dropping(message: Any) -> dict[str, Any]:
+    """What a client that keeps only text and tool uses sends back of a reply."""
+    return {
+        "role": "assistant",
+        "content": [b for b in _blocks(message) if b["type"] in ("text", "tool_use")],
+    }
+
+
+def _result(call_id: str, *extra: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": call_id, "content": "one line"}, *extra],
+    }
+
+
+def _interleaved(tag: str) -> list[dict[str, Any]]:
+    return [
+        {"type": "thinking", "thinking": "Read a.py first.", "signature": f"{SIGNATURE}{tag}a"},
+        {"type": "text", "text": "Reading a.py."},
+        {"type": "tool_use", "id": f"toolu_{tag}_1", "name": "read_file", "input": {"path": "a"}},
+    ]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_a_client_that_drops_thinking_completes_its_tool_loop(
+    claude: AnthropicUpstream, proxy: Any, stream: bool
+) -> None:
+    """`messages.create` / `messages.stream` through the proxy to a strict Claude: the client
+    sends tool uses back without their thinking blocks; the callback puts them back where they
+    stood, Claude accepts the loop; a reminder beside the tool result still continues the
+    turn; the client that keeps its blocks sends exactly what it got."""
+    import anthropic
+
+    group = "claude-loop-stream" if stream else "claude-loop"
+    model, tag = GROUPS[group], "s" if stream else "c"
+    second = [
+        {"type": "thinking", "thinking": "Now b.py.", "signature": f"{SIGNATURE}{tag}b"},
+        {"type": "tool_use", "id": f"toolu_{tag}_2", "name": "read_file", "input": {"path": "b"}},
+    ]
+    claude.script(model, AnthropicReply(_interleaved(tag)), AnthropicReply(second))
+    claude.always(model, AnthropicReply([{"type": "text", "text": "Both hold one line."}]))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+
+    def send(messages: list[Any]) -> Any:
+        params = {"model": group, "max_tokens": 2048, "messages": messages}
+        params.update(thinking=THINKING, tools=[TOOL])
+        if stream:
+            with client.messages.stream(**params) as events:
+                return events.get_final_message()
+        return client.messages.create(**params)
+
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py and b.py?"}]
+    first = send(messages)
+    assert _blocks(first) == _interleaved(tag)
+    reminder = {"type": "text", "text": "<system-reminder>keep going</system-reminder>"}
+    messages += [_dropping(first), _result(f"toolu_{tag}_1", reminder)]
+    reply = send(messages)
+    messages += [_dropping(reply), _result(f"toolu_{tag}_2")]
+    final = send(messages)
+    assert final.content[0].text == "Both hold one line."
+    assert claude.refusals == []
+    wire = claude.bodies(model)[-1]["messages"]
+    assert wire[1]["content"] == _interleaved(tag), "blocks not back where they stood"
+    assert wire[3]["content"] == second
+
+
+def test_a_delivery_keeps_the_turn_and_a_new_turn_starts_one(
+    claude: AnthropicUpstream, proxy: Any
+) -> None:
+    """Policy current_turn: a user message with `"turn": false` (a delivery at a step boundary)
+    does not start a turn, so the tool loop before it keeps its blocks; a real new question
+    does, and the earlier turn's blocks stay out. `turn` never reaches Claude."""
+    import anthropic
+
+    group, tag = "claude-current", "d"
+    model = GROUPS[group]
+    claude.script(
+        model,
+        AnthropicReply(_interleaved(tag)),
+        AnthropicReply([{"type": "text", "text": "a.py holds one line."}]),
+    )
+    claude.always(model, AnthropicReply([{"type": "text", "text": "b.py too."}]))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+    params: dict[str, Any] = {"model": group, "max_tokens": 2048, "thinking": THINKING}
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+    first = client.messages.create(messages=messages, tools=[TOOL], **params)
+    delivery = {"role": "user", "content": "(build finished)", "turn": False}
+    messages += [_dropping(first), _result(f"toolu_{tag}_1"), delivery]
+    second = client.messages.create(messages=messages, tools=[TOOL], **params)
+    messages += [_dropping(second), {"role": "user", "content": "And b.py?"}]
+    client.messages.create(messages=messages, tools=[TOOL], **params)
+    during, after = claude.bodies(model)[1:]
+    assert during["messages"][1]["content"] == _interleaved(tag)
+    assert after["messages"][1]["content"] == _dropping(first)["content"]
+    for body in (during, after):
+        assert not any("turn" in m for m in body["messages"])
+    assert claude.refusals == []

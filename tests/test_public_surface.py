@@ -42,6 +42,9 @@ STATS = {
     "thinking_disabled",
     "dummy_signatures",
     "input_transformations",
+    "refusals_healed",
+    "refused_records",
+    "foreign_origin",
 }
 ROOT = Path(__file__).resolve().parent.parent
 HOOKS = [

@@ -154,6 +154,12 @@ class Ops:
         else:
             await self.store.aput_many(scope, records)
 
+    async def delete(self, scope: str, keys: Sequence[str]) -> None:
+        if self.mode == "sync":
+            self.store.delete_many(scope, keys)
+        else:
+            await self.store.adelete_many(scope, keys)
+
 
 @pytest.fixture(params=MODES)
 def mode(request: pytest.FixtureRequest) -> str:
@@ -171,6 +177,23 @@ async def test_round_trip_and_missing_keys(harness: Harness, mode: str) -> None:
     assert await ops.get(A, []) == {}
     await ops.put(A, {"k2": text("replaced")})
     assert await ops.get(A, ["k2"]) == {"k2": text("replaced")}
+
+
+async def test_deleted_records_are_gone_for_every_reader(harness: Harness, mode: str) -> None:
+    """What a provider refused is deleted: this store and a second one on the same backend
+    (another replica) both miss it; other keys and other tenants keep theirs."""
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"k1": RICH, "k2": text("kept")})
+    await ops.put(B, {"k1": text("tenant b")})
+    await ops.delete(A, ["k1", "never-written"])
+    assert await ops.get(A, ["k1", "k2"]) == {"k2": text("kept")}
+    assert await ops.get(B, ["k1"]) == {"k1": text("tenant b")}
+    await ops.delete(A, [])
+    if harness.kind != "memory":
+        other = Ops(harness.make(), mode)
+        assert await other.get(A, ["k1", "k2"]) == {"k2": text("kept")}
+    await ops.put(A, {"k1": text("written again")})
+    assert await ops.get(A, ["k1"]) == {"k1": text("written again")}
 
 
 async def test_ttl_expiry(harness: Harness, mode: str) -> None:

@@ -84,8 +84,16 @@ class ReasoningStore(ABC):
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         """Keep `records` under `scope`, replacing any record under the same key."""
 
+    def delete_many(self, scope: str, keys: Sequence[str]) -> None:
+        """Remove the records of `scope` under `keys` (absent keys are ignored): what a
+        provider refused is never restored again, by any process sharing the store."""
+        raise StoreUnsupported(f"{type(self).__name__} cannot delete records")
+
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return await asyncio.to_thread(self.get_many, scope, keys)
+
+    async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
+        await asyncio.to_thread(self.delete_many, scope, keys)
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         await asyncio.to_thread(self.put_many, scope, records)

@@ -97,6 +97,14 @@ class MemoryStore(ReasoningStore):
                 _, entry = self._records.popitem(last=False)
                 self._bytes -= entry.size
 
+    def delete_many(self, scope: str, keys: Sequence[str]) -> None:
+        with self._lock:
+            for key in keys:
+                self._drop((scope, key))
+
+    async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
+        self.delete_many(scope, keys)
+
     def _drop(self, where: tuple[str, str]) -> None:
         entry = self._records.pop(where, None)
         if entry is not None:

@@ -186,6 +186,18 @@ class RedisStore(ReasoningStore):
         if call := self._put_args(scope, records):
             await self._aclient()[1](**call)
 
+    def delete_many(self, scope: str, keys: Sequence[str]) -> None:
+        if names := self._names(scope, keys):
+            pipe = self._sync.pipeline(transaction=False)
+            pipe.unlink(*names).zrem(self._index(scope_id(scope)), *names)
+            pipe.execute()
+
+    async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
+        if names := self._names(scope, keys):
+            pipe = self._aclient()[0].pipeline(transaction=False)
+            pipe.unlink(*names).zrem(self._index(scope_id(scope)), *names)
+            await pipe.execute()
+
     def close(self) -> None:
         self._sync.close()
         self._async.clear()

@@ -243,6 +243,19 @@ class ResilientStore(ReasoningStore):
         if self._succeeded():
             self._flush()
 
+    def delete_many(self, scope: str, keys: Sequence[str]) -> None:
+        self.local.delete_many(scope, keys)
+        self._release(scope, keys, None)
+        if keys and self._route():
+            try:
+                self.backend.delete_many(scope, keys)
+            except Exception as exc:
+                # Lost for the backend: the callback's own refused set still holds them here.
+                self._failed(exc, "deleting")
+                return
+            if self._succeeded():
+                self._flush()
+
     # ------------------------------------------------------------------ async
 
     async def _aflush(self) -> None:
@@ -287,6 +300,18 @@ class ResilientStore(ReasoningStore):
         self._release(scope, list(records), None)
         if self._succeeded():
             await self._aflush()
+
+    async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
+        self.local.delete_many(scope, keys)
+        self._release(scope, keys, None)
+        if keys and self._route():
+            try:
+                await self.backend.adelete_many(scope, keys)
+            except Exception as exc:
+                self._failed(exc, "deleting")
+                return
+            if self._succeeded():
+                await self._aflush()
 
     # ------------------------------------------------------------------ lifecycle, operator side
 

@@ -194,6 +194,16 @@ class SqliteStore(ReasoningStore):
             conn.executemany(_UPSERT, rows)
             self._evict(conn)
 
+    def delete_many(self, scope: str, keys: Sequence[str]) -> None:
+        sid = scope_id(scope)
+        with self._writing() as conn:
+            for start in range(0, len(keys), _CHUNK):
+                chunk = list(keys[start : start + _CHUNK])
+                marks = ",".join("?" * len(chunk))
+                conn.execute(
+                    f"DELETE FROM records WHERE scope_id = ? AND key IN ({marks})", (sid, *chunk)
+                )
+
     def _evict(self, conn: sqlite3.Connection) -> None:
         """Oldest written first, until both caps hold (inside the write transaction)."""
         count, total = conn.execute("SELECT records, bytes FROM totals WHERE id = 0").fetchone()

@@ -181,6 +181,17 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
     return None
 
 
+def revoked_refusal(body: dict[str, Any], revoked: set[str]) -> str | None:
+    """Claude's refusal of a thinking block whose signature it does not accept."""
+    messages = body.get("messages")
+    for i, message in enumerate(messages if isinstance(messages, list) and revoked else []):
+        content = message.get("content") if isinstance(message, dict) else None
+        for j, block in enumerate(content if isinstance(content, list) else []):
+            if isinstance(block, dict) and block.get("signature") in revoked:
+                return f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+    return None
+
+
 class AnthropicUpstream(ScriptedServer[AnthropicReply]):
     """The Anthropic Messages API server. LiteLLM appends `/v1/messages` to its `base_url`.
 
@@ -192,9 +203,13 @@ class AnthropicUpstream(ScriptedServer[AnthropicReply]):
         self.strict = strict
         self.issued: list[list[dict[str, Any]]] = []
         self.refusals: list[str] = []
+        self.revoked: set[str] = set()
+        """Signatures refused as invalid (a key rotation, another account's block)."""
 
     def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
-        refusal = claude_refusal(body, self.issued) if self.strict else None
+        refusal = revoked_refusal(body, self.revoked)
+        if refusal is None and self.strict:
+            refusal = claude_refusal(body, self.issued)
         if refusal is not None:
             self.refusals.append(refusal)
             error = {

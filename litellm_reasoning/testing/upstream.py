@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,12 +77,29 @@ def sse_from_message(model: str, message: dict[str, Any], finish: str) -> str:
     return "".join(out)
 
 
+Refusal = Callable[[dict[str, Any]], tuple[int, dict[str, Any]] | None]
+"""A provider's validation: (status, error body) for a request body it refuses, else None."""
+
+
 class Upstream(ScriptedServer[Reply]):
-    """The OpenAI-compatible server; `base_url` ends in `/v1`."""
+    """The OpenAI-compatible server; `base_url` ends in `/v1`. `refuse`: validations it runs on
+    every request before answering (`testing.refusals`)."""
 
     base_path = "/v1"
 
+    def __init__(
+        self, host: str = "127.0.0.1", port: int = 0, *, refuse: Sequence[Refusal] = ()
+    ) -> None:
+        super().__init__(host, port)
+        self.refuse = list(refuse)
+        self.refusals: list[dict[str, Any]] = []
+
     def answer(self, body: dict[str, Any], reply: Reply | None) -> tuple[int, str, bytes]:
+        for check in self.refuse:
+            refused = check(body)
+            if refused is not None:
+                self.refusals.append(refused[1])
+                return refused[0], "application/json", json.dumps(refused[1]).encode()
         if reply is None:
             error = {"error": {"message": f"no scripted reply for {body.get('model')!r}"}}
             return 500, "application/json", json.dumps(error).encode()

@@ -1,0 +1,59 @@
+"""Providers' validations of the reasoning in a request, with their own status codes and error
+bodies (shared notes, provider rules §6, §7, §9): what `Upstream(refuse=[...])` runs."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from .upstream import Refusal
+
+
+def deepseek_reasoning_required(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """DeepSeek V4 thinking mode with tools: every assistant message must carry its
+    `reasoning_content` (earlier turns too)."""
+    if not body.get("tools"):
+        return None
+    for index, message in enumerate(body.get("messages") or []):
+        assistant = isinstance(message, dict) and message.get("role") == "assistant"
+        if assistant and not message.get("reasoning_content"):
+            text = (
+                "Missing `reasoning_content` field in the assistant message at message index "
+                f"{index}. For more information, please refer to "
+                "https://api-docs.deepseek.com/guides/thinking_mode#tool-calls"
+            )
+            return 400, {
+                "error": {
+                    "message": text,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
+    return None
+
+
+def openai_encrypted_content(revoked: Collection[str]) -> Refusal:
+    """OpenAI Responses refusing reasoning items whose `encrypted_content` it cannot decrypt
+    (another organisation's, a rotated key)."""
+
+    def refuse(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        items = body.get("input")
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and item.get("encrypted_content") in revoked:
+                subject = f"for item {item['id']} " if item.get("id") else ""
+                text = (
+                    f"The encrypted content {subject}could not be verified. Reason: Encrypted "
+                    "content could not be decrypted or parsed."
+                )
+                return 400, {
+                    "error": {
+                        "message": text,
+                        "type": "invalid_request_error",
+                        "param": None,
+                        "code": "invalid_encrypted_content",
+                    }
+                }
+        return None
+
+    return refuse
