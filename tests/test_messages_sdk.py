@@ -1,0 +1,74 @@
+"""The Anthropic Messages format through LiteLLM's SDK (`litellm.anthropic.messages.acreate`,
+what the proxy's `/v1/messages` calls): a client that drops thinking blocks gets them back in
+place, so a strict Claude accepts its tool loop; a client that keeps them sends what it got."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import litellm
+import pytest
+from clients import THINKING
+from conftest import register
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+
+TOOL = {
+    "name": "read_file",
+    "description": "Read a file",
+    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
+}
+SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-messages-sdk=="
+REPLY = [
+    {"type": "thinking", "thinking": "Read a.py first.", "signature": SIG},
+    {"type": "text", "text": "Reading a.py."},
+    {"type": "tool_use", "id": "toolu_sdk_1", "name": "read_file", "input": {"path": "a"}},
+]
+
+
+@pytest.fixture
+def callback() -> Iterator[ReasoningCallback]:
+    yield register(ReasoningCallback(capture_wait_seconds=10.0))
+    litellm.logging_callback_manager._reset_all_callbacks()
+
+
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
+async def test_messages_acreate_restores_dropped_thinking_in_place(
+    callback: ReasoningCallback, keeps: bool
+) -> None:
+    model = f"claude-sonnet-4-5-messages-{keeps}"
+    with AnthropicUpstream(strict=True) as claude:
+        claude.script(model, AnthropicReply(REPLY))
+        claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+
+        async def send(messages: list[Any]) -> Any:
+            return await litellm.anthropic.messages.acreate(
+                model=f"anthropic/{model}",
+                messages=messages,
+                api_base=claude.base_url,
+                api_key="k",
+                max_tokens=2048,
+                thinking=THINKING,
+                tools=[TOOL],
+            )
+
+        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+        first = await send(messages)
+        content = first["content"]
+        sent_back = content if keeps else [b for b in content if b["type"] != "thinking"]
+        messages += [
+            {"role": "assistant", "content": sent_back},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_sdk_1", "content": "x"}],
+            },
+        ]
+        answer = await send(messages)
+        wire = claude.bodies(model)[-1]["messages"]
+    assert answer["content"][0]["text"] == "one line"
+    assert claude.refusals == []
+    assert wire[1]["content"] == REPLY
+    assert callback.stats["captured"] == 1
+    assert callback.stats["restored"] == (0 if keeps else 1)
