@@ -1,5 +1,6 @@
-"""Store round trips: restores per request against memory, SQLite and Redis, the round trips each
-request makes, and the latency each backend adds to the pre-call hook (p50, p99)."""
+"""Store round trips: restores per request against memory, SQLite, Redis and a Redis Cluster of
+three primaries (started here on 127.0.0.1), the round trips each request makes, and the
+latency each backend adds to the pre-call hook (p50, p99)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,32 @@ from sec_rewrite import close_capture, hook_kwargs, prime_store
 from litellm_reasoning import ReasoningCallback
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@contextlib.contextmanager
+def redis_cluster() -> Iterator[str | None]:
+    """A private Redis Cluster (the tests' `OwnCluster`), or None when it cannot start."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests"))
+    try:
+        from store_fixtures import OwnCluster
+    except ImportError:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as workdir:
+        cluster = OwnCluster(Path(workdir))
+        try:
+            cluster.start()
+        except BaseException:  # pytest's skip is a BaseException
+            cluster.stop()
+            yield None
+            return
+        try:
+            yield cluster.url
+        finally:
+            cluster.stop()
 
 
 def single_turn(n: int, seed: str) -> tuple[list[dict[str, Any]], dict[int, str]]:
@@ -116,6 +143,11 @@ def _sql_statements(cb: ReasoningCallback) -> list[int]:
 
 
 def run(counts: list[int], repeat: int) -> Section:
+    with redis_cluster() as cluster:
+        return _run(counts, repeat, cluster)
+
+
+def _run(counts: list[int], repeat: int, cluster: str | None) -> Section:
     section = Section("stores", "Store round trips and the latency they add")
     tmp = tempfile.TemporaryDirectory(prefix="bench-store-")
     prefix = f"bench-{uuid.uuid4().hex[:8]}:"
@@ -124,6 +156,10 @@ def run(counts: list[int], repeat: int) -> Section:
         "sqlite": f"sqlite:///{Path(tmp.name) / 'bench.db'}",
         "redis": f"{REDIS_URL}?prefix={prefix}&timeout=1",
     }
+    if cluster is not None:
+        urls["redis-cluster"] = f"{cluster}?prefix={prefix}&timeout=1"
+    else:
+        section.note("redis-cluster: skipped (no redis-server / redis-cli to start one)")
     callbacks: dict[str, ReasoningCallback] = {}
     for name, url in urls.items():
         cb, why = _open(url)
@@ -183,13 +219,12 @@ def run(counts: list[int], repeat: int) -> Section:
                 for name in callbacks:
                     lat = latencies[name]
                     per_request = sends[name] / repeat
-                    if name == "redis":
+                    if name.startswith("redis"):
                         redis_trips.append(per_request)
                     trips_text = {
                         "memory": "0 (in process)",
                         "sqlite": f"{statements[name] / repeat:.1f} SQL statements (local file)",
-                        "redis": f"{per_request:.2f}",
-                    }[name]
+                    }.get(name, f"{per_request:.2f}")
                     rows.append(
                         [
                             name,
@@ -237,9 +272,10 @@ def run(counts: list[int], repeat: int) -> Section:
     )
     if "redis" in callbacks:
         ok = bool(redis_trips) and all(t == 1 for t in redis_trips)
+        arms = " and cluster" if "redis-cluster" in callbacks else ""
         section.summary.append(
             (
-                "Redis round trips per request ("
+                f"Redis{arms} round trips per request ("
                 + "/".join(str(n) for n in counts)
                 + " messages to restore)",
                 " / ".join(f"{t:g}" for t in redis_trips),

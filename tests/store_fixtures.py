@@ -78,13 +78,15 @@ def free_port() -> int:
 class OwnRedis:
     """A private `redis-server` (no persistence) that a test may kill, freeze and restart."""
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *extra: str, port: int | None = None) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             unavailable("no redis-server binary to start a private Redis")
         self.binary = str(binary)
         self.workdir = workdir
-        self.port = free_port()
+        self.port = port or free_port()
+        self.extra = list(extra)
+        """More `redis-server` arguments (cluster mode, a sentinel config file first)."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -95,6 +97,7 @@ class OwnRedis:
         self.process = subprocess.Popen(
             [
                 self.binary,
+                *self.extra,
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--save", "",
@@ -147,3 +150,177 @@ def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
     server.start()
     yield server
     server.stop()
+
+
+def _cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is free and valid too."""
+    while True:
+        port = free_port()
+        if port + 10000 > 65535:
+            continue
+        with socket.socket() as sock:
+            try:
+                sock.bind(("127.0.0.1", port + 10000))
+            except OSError:
+                continue
+        return port
+
+
+class OwnCluster:
+    """A Redis Cluster of three primaries on free ports of 127.0.0.1 (no replicas; a killed
+    primary's slots are down until it restarts, the others go on serving)."""
+
+    def __init__(self, workdir: Path) -> None:
+        self.nodes = []
+        for n in range(3):
+            node_dir = workdir / f"node{n}"
+            node_dir.mkdir(parents=True, exist_ok=True)
+            self.nodes.append(
+                OwnRedis(
+                    node_dir,
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "1000",
+                    "--cluster-require-full-coverage",
+                    "no",
+                    port=_cluster_port(),
+                )
+            )
+
+    @property
+    def url(self) -> str:
+        return "redis+cluster://" + ",".join(f"127.0.0.1:{n.port}" for n in self.nodes) + "/"
+
+    def start(self) -> None:
+        for node in self.nodes:
+            node.start()
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            unavailable("no redis-cli to create a Redis Cluster")
+        subprocess.run(
+            [str(cli), "--cluster", "create", *(f"127.0.0.1:{n.port}" for n in self.nodes),
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, capture_output=True, timeout=60,
+        )  # fmt: skip
+        self.wait_ok()
+
+    def wait_ok(self, timeout: float = 30.0) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            states = []
+            for node in self.nodes:
+                try:
+                    with node.client() as client:
+                        info = client.execute_command("CLUSTER", "INFO")
+                    text = info.decode() if isinstance(info, bytes) else str(info)
+                    states.append("cluster_state:ok" in text)
+                except redis.RedisError:
+                    states.append(False)
+            if all(states):
+                return
+            if time.monotonic() > deadline:
+                raise RuntimeError("the Redis Cluster did not reach cluster_state:ok")
+            time.sleep(0.2)
+
+    def node_of(self, key: str) -> OwnRedis:
+        """The primary serving `key`'s slot."""
+        with self.nodes[0].client() as client:
+            slot = int(client.execute_command("CLUSTER", "KEYSLOT", key))
+            for start, end, primary, *_ in client.execute_command("CLUSTER", "SLOTS"):
+                if start <= slot <= end:
+                    port = int(primary[1])
+                    return next(n for n in self.nodes if n.port == port)
+        raise LookupError(key)
+
+    def stop(self) -> None:
+        for node in self.nodes:
+            node.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnCluster]:
+    """A Redis Cluster of three primaries, started once for the session."""
+    cluster = OwnCluster(tmp_path_factory.mktemp("redis-cluster"))
+    try:
+        cluster.start()
+    except (OSError, RuntimeError, subprocess.SubprocessError) as exc:
+        cluster.stop()
+        unavailable(f"could not start a Redis Cluster ({type(exc).__name__}: {exc})")
+    yield cluster
+    cluster.stop()
+
+
+class OwnSentinel:
+    """A primary, its replica and one Sentinel (quorum 1) on free ports of 127.0.0.1."""
+
+    service = "lr-primary"
+
+    def __init__(self, workdir: Path) -> None:
+        self.workdir = workdir
+        (workdir / "primary").mkdir(parents=True, exist_ok=True)
+        (workdir / "replica").mkdir(parents=True, exist_ok=True)
+        self.primary = OwnRedis(workdir / "primary")
+        self.replica = OwnRedis(
+            workdir / "replica", "--replicaof", "127.0.0.1", str(self.primary.port)
+        )
+        self.port = free_port()
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"redis+sentinel://127.0.0.1:{self.port}/{self.service}/0"
+
+    def start(self) -> None:
+        self.primary.start()
+        self.replica.start()
+        config = self.workdir / "sentinel.conf"
+        config.write_text(
+            f"port {self.port}\nbind 127.0.0.1\ndir {self.workdir}\n"
+            f"sentinel monitor {self.service} 127.0.0.1 {self.primary.port} 1\n"
+            f"sentinel down-after-milliseconds {self.service} 1000\n"
+            f"sentinel failover-timeout {self.service} 5000\n"
+        )
+        self.process = subprocess.Popen(
+            [self.primary.binary, str(config), "--sentinel"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5) as client:
+                    if client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service):
+                        return
+            except redis.RedisError:
+                pass
+            if time.monotonic() > deadline or self.process.poll() is not None:
+                raise RuntimeError("redis-server --sentinel did not start")
+            time.sleep(0.1)
+
+    def primary_port(self) -> int:
+        with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5) as client:
+            _, port = client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service)
+        return int(port)
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(5)
+        self.replica.stop()
+        self.primary.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_sentinel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnSentinel]:
+    """A Sentinel-managed primary with one replica, started once for the session."""
+    sentinel = OwnSentinel(tmp_path_factory.mktemp("redis-sentinel"))
+    try:
+        sentinel.start()
+    except (OSError, RuntimeError) as exc:
+        sentinel.stop()
+        unavailable(f"could not start Redis Sentinel ({type(exc).__name__}: {exc})")
+    yield sentinel
+    sentinel.stop()

@@ -72,12 +72,15 @@ def replica(
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-@pytest.fixture(params=["redis", "sqlite"])
+@pytest.fixture(params=["redis", "redis-cluster", "redis-sentinel", "sqlite"])
 def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     # A generous timeout: these tests are about sharing records between processes, and a
     # loaded CI machine can take longer than the default 0.2 s for a fresh process's first write.
     if request.param == "redis":
         return str(request.getfixturevalue("redis_url")) + "&timeout=5"
+    if request.param != "sqlite":
+        server = request.getfixturevalue(request.param.replace("-", "_"))
+        return f"{server.url}?prefix=lr:replicas:{uuid.uuid4().hex[:8]}:&timeout=5"
     return f"sqlite:///{tmp_path / 'proxy' / 'reasoning.db'}?timeout=5"
 
 

@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,7 +39,16 @@ from litellm_reasoning.types import Reasoning, ReasoningPart
 
 pytest_plugins = ["store_fixtures"]
 
-KINDS = ["memory", "sqlite", "redis", "resilient-sqlite", "resilient-redis"]
+KINDS = [
+    "memory",
+    "sqlite",
+    "redis",
+    "redis-cluster",
+    "redis-sentinel",
+    "resilient-sqlite",
+    "resilient-redis",
+    "resilient-redis-cluster",
+]
 MODES = ["sync", "async"]
 A, B = "ns=default|key=hashed-a|team=t1", "ns=default|key=hashed-b|team=t1"
 
@@ -65,6 +75,8 @@ class Harness:
     kind: str
     tmp: Path
     prefix: str | None
+    cluster: str | None = None
+    """The Redis Cluster's or Sentinel's URL (those kinds)."""
     now: list[float] = field(default_factory=lambda: [time.time()])
     stores: list[ReasoningStore] = field(default_factory=list)
 
@@ -85,6 +97,8 @@ class Harness:
     def url(self) -> str:
         if "sqlite" in self.kind:
             return f"sqlite:///{self.tmp / 'store.db'}"
+        if self.cluster is not None:
+            return f"{self.cluster}?prefix={self.prefix}"
         if "redis" in self.kind:
             return f"redis://127.0.0.1:6379/0?prefix={self.prefix}"
         return "memory://"
@@ -114,7 +128,7 @@ class Harness:
         else:
             assert self.prefix is not None
             backend = RedisStore(
-                "redis://127.0.0.1:6379/0",
+                self.cluster or "redis://127.0.0.1:6379/0",
                 prefix=self.prefix,
                 max_records=max_records,
                 clock=self.clock,
@@ -129,8 +143,14 @@ class Harness:
 
 @pytest.fixture(params=KINDS)
 def harness(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Harness]:
-    prefix = request.getfixturevalue("redis_prefix") if "redis" in request.param else None
-    h = Harness(request.param, tmp_path, prefix)
+    cluster = None
+    if "cluster" in request.param or "sentinel" in request.param:
+        fixture = "redis_cluster" if "cluster" in request.param else "redis_sentinel"
+        cluster = request.getfixturevalue(fixture).url
+        prefix: str | None = f"litellm_reasoning:test:{uuid.uuid4().hex[:12]}:"
+    else:
+        prefix = request.getfixturevalue("redis_prefix") if "redis" in request.param else None
+    h = Harness(request.param, tmp_path, prefix, cluster)
     yield h
     for store in h.stores:
         store.close()

@@ -4,7 +4,14 @@
 * `sqlite:///relative/file.db`, `sqlite:////absolute/file.db`: one file shared by the worker
   processes of one machine (the proxy default), `?ttl=&max_records=&max_bytes=&timeout=`;
 * `redis://[:password@]host:port/db` (`rediss://` for TLS): shared by every replica,
-  `?ttl=&max_records=` (per tenant) `&timeout=&prefix=`; other query options go to redis-py.
+  `?ttl=&max_records=` (per tenant) `&timeout=&prefix=`; other query options go to redis-py;
+* `redis+cluster://[:password@]host:port,host:port/` (`rediss+cluster://`): Redis Cluster,
+  Valkey, ElastiCache / MemoryStore in cluster mode, from any startup nodes;
+* `redis+sentinel://[:password@]host:port,host:port/service[/db]`: the primary Sentinel names;
+* `litellm://`: the Redis LiteLLM itself is configured with, from the environment variables its
+  cache and router read (`REDIS_CLUSTER_NODES`, `REDIS_SENTINEL_NODES` + `REDIS_SERVICE_NAME`,
+  `REDIS_URL`, or `REDIS_HOST` / `REDIS_PORT` / `REDIS_USERNAME` / `REDIS_PASSWORD` /
+  `REDIS_SSL`), with this URL's own options (`litellm://?prefix=…&ttl=…`).
 
 Every URL also takes `max_record_bytes`. SQLite and Redis stores come wrapped in
 `ResilientStore` (`?local_records=N` bounds its in-memory layer, `?retry=SECONDS` how often a
@@ -13,10 +20,12 @@ down backend is probed); `open_backend` gives the bare backend (what the operato
 
 from __future__ import annotations
 
+import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlparse, urlunparse
+from urllib.parse import parse_qsl, quote, urlencode, urlparse, urlunparse
 
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -33,7 +42,13 @@ from .resilient import ResilientStore
 LOCAL_MAX_BYTES = 64 * 1024 * 1024
 """What the fail-open layer holds at most while its backend is down."""
 
-SUPPORTED = "memory://, sqlite:///path/to/file.db, redis://host:port/db (rediss:// for TLS)"
+SUPPORTED = (
+    "memory://, sqlite:///path/to/file.db, redis://host:port/db (rediss:// for TLS), "
+    "redis+cluster://host:port,host:port/, redis+sentinel://host:port/service/db, litellm://"
+)
+_REDIS_SCHEMES = {
+    f"{tls}{mode}": "redis" for tls in ("redis", "rediss") for mode in ("", "+cluster", "+sentinel")
+}
 
 _COMMON = {"ttl", "max_record_bytes"}
 _WRAPPER = {"local_records", "retry"}
@@ -51,17 +66,52 @@ def default_store_url() -> str:
     return f"sqlite:///{Path(base) / 'litellm-reasoning' / 'reasoning.db'}"
 
 
+def litellm_redis_url(env: Mapping[str, str] | None = None) -> str:
+    """The store URL of the Redis LiteLLM is configured with (its environment variables)."""
+    env = os.environ if env is None else env
+    tls = str(env.get("REDIS_SSL", "")).lower() in ("1", "true", "yes")
+    scheme = "rediss" if tls else "redis"
+    username, password = env.get("REDIS_USERNAME") or "", env.get("REDIS_PASSWORD") or ""
+    auth = f"{quote(username, safe='')}:{quote(password, safe='')}@" if username or password else ""
+    if env.get("REDIS_CLUSTER_NODES"):
+        nodes = json.loads(env["REDIS_CLUSTER_NODES"])
+        hosts = ",".join(f"{n['host']}:{n.get('port', 6379)}" for n in nodes)
+        return f"{scheme}+cluster://{auth}{hosts}/"
+    if env.get("REDIS_SENTINEL_NODES"):
+        nodes = json.loads(env["REDIS_SENTINEL_NODES"])
+        hosts = ",".join(f"{host}:{port}" for host, port in nodes)
+        return f"{scheme}+sentinel://{auth}{hosts}/{env.get('REDIS_SERVICE_NAME') or 'mymaster'}"
+    if env.get("REDIS_URL"):
+        return env["REDIS_URL"]
+    if env.get("REDIS_HOST"):
+        return f"{scheme}://{auth}{env['REDIS_HOST']}:{env.get('REDIS_PORT') or 6379}/0"
+    raise ValueError(
+        "reasoning store litellm:// reuses LiteLLM's Redis settings, and none is set "
+        "(REDIS_HOST, REDIS_URL, REDIS_CLUSTER_NODES or REDIS_SENTINEL_NODES)"
+    )
+
+
+def _resolve(url: str) -> str:
+    """`litellm://?options` as the URL of LiteLLM's Redis with those options."""
+    if not url.startswith("litellm://"):
+        return url
+    base = urlparse(litellm_redis_url())
+    extra = urlparse(url).query
+    query = "&".join(part for part in (base.query, extra) if part)
+    return urlunparse(base._replace(query=query))
+
+
 def _split(url: str) -> tuple[str, Any, dict[str, str], dict[str, str]]:
     """(kind, parsed URL, our options, other query options)."""
-    parsed = urlparse(url)
-    kind = {"rediss": "redis", "unix": "redis"}.get(parsed.scheme, parsed.scheme)
+    parsed = urlparse(_resolve(url))
+    kind = {**_REDIS_SCHEMES, "unix": "redis"}.get(parsed.scheme, parsed.scheme)
     if kind not in _OPTIONS:
         raise ValueError(f"unsupported reasoning store URL {url!r}; supported: {SUPPORTED}")
     ours: dict[str, str] = {}
     others: dict[str, str] = {}
     for name, value in parse_qsl(parsed.query, keep_blank_values=True):
         (ours if name in _OPTIONS[kind] else others)[name] = value
-    if others and kind != "redis":
+    if others and (kind != "redis" or "+" in parsed.scheme):
         raise ValueError(
             f"unknown option(s) {sorted(others)} in reasoning store URL {url!r}; "
             f"{kind} takes {sorted(_OPTIONS[kind])}"
@@ -92,6 +142,8 @@ def _display(kind: str, parsed: Any) -> str:
     """The URL without password or options, for logs."""
     if kind == "sqlite":
         return f"sqlite://{parsed.path}"
+    if "+" in parsed.scheme:
+        return f"{parsed.scheme}://{parsed.netloc.rpartition('@')[2]}{parsed.path}"
     host = parsed.hostname or ""
     port = f":{parsed.port}" if parsed.port else ""
     return f"{parsed.scheme}://{host}{port}{parsed.path}"
@@ -160,6 +212,7 @@ __all__ = [
     "StoredRecord",
     "TenantStats",
     "default_store_url",
+    "litellm_redis_url",
     "open_backend",
     "scope_id",
     "store_from_url",

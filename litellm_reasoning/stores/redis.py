@@ -1,4 +1,6 @@
-"""The shared store for many proxy replicas: Redis (`redis://host:port/db`, `rediss://` for TLS).
+"""The shared store for many proxy replicas: Redis (`redis://host:port/db`, `rediss://` for TLS),
+Redis Cluster / Valkey cluster (`redis+cluster://host:port,host:port/`) and a Sentinel-managed
+primary (`redis+sentinel://host:port,host:port/service[/db]`).
 
 Layout, under `prefix` (default `litellm_reasoning:`):
 
@@ -8,6 +10,10 @@ Layout, under `prefix` (default `litellm_reasoning:`):
   time (ms). Every write trims it: entries older than the TTL go, and beyond `max_records` the
   tenant's oldest records are deleted. The index itself expires `ttl` after the tenant's last
   write.
+
+On a cluster the scope id is a hash tag (`<prefix>r:{<scope_id>}:<key>`, `<prefix>i:{<scope_id>}`):
+a tenant's records and index share one slot, so a read is still one `MGET` and a write one
+script declaring every key it touches. Standalone and Sentinel keep the layout above.
 
 A read is ONE round trip (`MGET`) however many messages are looked up. A write is one atomic Lua
 script (records, index, trim), so concurrent writers of one key never leave half a record.
@@ -28,6 +34,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
+from urllib.parse import unquote, urlparse
 
 from ..types import Reasoning
 from . import _codec
@@ -80,6 +87,19 @@ return excess
 _CHUNK = 500
 
 
+def _nodes(netloc: str) -> tuple[str | None, str | None, list[tuple[str, int]]]:
+    """(username, password, [(host, port)]) of `user:pass@h1:p1,h2:p2`."""
+    credentials, _, hosts = netloc.rpartition("@")
+    username, _, password = credentials.partition(":") if credentials else ("", "", "")
+    nodes = []
+    for host in filter(None, hosts.split(",")):
+        name, _, port = host.rpartition(":") if ":" in host else (host, "", "6379")
+        nodes.append((name.strip("[]"), int(port or 6379)))
+    if not nodes:
+        raise ValueError("a Redis Cluster or Sentinel URL names at least one host:port")
+    return unquote(username) or None, unquote(password) or None, nodes
+
+
 class RedisStore(ReasoningStore):
     """Records in Redis, shared by every process that points at the same server and prefix."""
 
@@ -111,34 +131,117 @@ class RedisStore(ReasoningStore):
         self._options: dict[str, Any] = {
             "socket_timeout": timeout,
             "socket_connect_timeout": timeout,
-            "retry": Retry(NoBackoff(), 0),
         }
+        parsed = urlparse(url)
+        self.mode = {"cluster": "cluster", "sentinel": "sentinel"}.get(
+            parsed.scheme.partition("+")[2], "standalone"
+        )
+        self._tag = self.mode == "cluster"
         # redis-py's reply types are unions of every possible reply; the replies used here are
         # documented by the commands, so the clients are typed loosely.
-        self._sync: Any = redis.Redis.from_url(url, **self._options)
+        self._sync: Any
+        self._make_async: Callable[[], Any]
+        if self.mode == "standalone":
+            self._sync = redis.Redis.from_url(url, **self._options, retry=Retry(NoBackoff(), 0))
+            self._make_async = lambda: aioredis.Redis.from_url(
+                url, **self._options, retry=AsyncRetry(NoBackoff(), 0)
+            )
+        elif self.mode == "cluster":
+            self._sync, self._make_async = self._cluster_clients(parsed)
+        else:
+            self._sync, self._make_async = self._sentinel_clients(parsed)
         self._sync_put = self._sync.register_script(_PUT)
+        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
         # redis.asyncio connections belong to the loop that opened them: one client per loop.
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
             weakref.WeakKeyDictionary()
+        )
+
+    def _cluster_clients(self, parsed: Any) -> tuple[Any, Callable[[], Any]]:
+        import redis.asyncio.cluster as async_cluster
+        import redis.cluster as sync_cluster
+
+        # Untyped in redis-py: held as Any.
+        sync_node: Any = sync_cluster.ClusterNode
+        async_node: Any = async_cluster.ClusterNode
+        sync_client: Any = sync_cluster.RedisCluster
+        async_client: Any = async_cluster.RedisCluster
+
+        username, password, nodes = _nodes(parsed.netloc)
+        options = {
+            **self._options,
+            "username": username,
+            "password": password,
+            "ssl": parsed.scheme.startswith("rediss"),
+        }
+        # A few quick tries: a primary that just failed is replaced by the cluster's own
+        # failover; meanwhile `ResilientStore` serves from its local layer.
+        sync = sync_client(
+            startup_nodes=[sync_node(h, p) for h, p in nodes],
+            retry=Retry(NoBackoff(), 1),
+            **options,
+        )
+        return sync, lambda: async_client(
+            startup_nodes=[async_node(h, p) for h, p in nodes],
+            retry=AsyncRetry(NoBackoff(), 1),
+            **options,
+        )
+
+    def _sentinel_clients(self, parsed: Any) -> tuple[Any, Callable[[], Any]]:
+        import redis.asyncio.sentinel as async_sentinel
+        import redis.sentinel as sync_sentinel
+
+        sentinel: Any = sync_sentinel.Sentinel
+        async_sentinel_type: Any = async_sentinel.Sentinel
+
+        username, password, nodes = _nodes(parsed.netloc)
+        service, _, db = parsed.path.strip("/").partition("/")
+        if not service:
+            raise ValueError("a Sentinel URL names its service: redis+sentinel://h:p/service/db")
+        primary = {
+            **self._options,
+            "username": username,
+            "password": password,
+            "db": int(db or 0),
+            "ssl": parsed.scheme.startswith("rediss"),
+        }
+        sentinels = {"socket_timeout": self.timeout, "socket_connect_timeout": self.timeout}
+        sync = sentinel(nodes, sentinel_kwargs=sentinels).master_for(
+            service, retry=Retry(NoBackoff(), 0), **primary
+        )
+        return sync, lambda: async_sentinel_type(nodes, sentinel_kwargs=sentinels).master_for(
+            service, retry=AsyncRetry(NoBackoff(), 0), **primary
         )
 
     def _aclient(self) -> tuple[Any, Any]:
         loop = asyncio.get_running_loop()
         entry = self._async.get(loop)
         if entry is None:
-            client = aioredis.Redis.from_url(
-                self.url, **{**self._options, "retry": AsyncRetry(NoBackoff(), 0)}
-            )
+            client = self._make_async()
             entry = self._async[loop] = (client, client.register_script(_PUT))
+        return entry
+
+    async def _ready(self) -> tuple[Any, Any]:
+        """This loop's async client and script. A cluster client learns the slot map once,
+        before first use (concurrent first commands would each start it, and collide)."""
+        entry = self._aclient()
+        if self.mode == "cluster" and not getattr(entry[0], "_litellm_reasoning_ready", False):
+            lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+            async with lock:
+                if not getattr(entry[0], "_litellm_reasoning_ready", False):
+                    await entry[0].initialize()
+                    entry[0]._litellm_reasoning_ready = True
         return entry
 
     # ------------------------------------------------------------------ shared helpers
 
     def _record_key(self, sid: str, key: str) -> str:
-        return f"{self.prefix}r:{sid}:{key}"
+        return f"{self.prefix}r:{{{sid}}}:{key}" if self._tag else f"{self.prefix}r:{sid}:{key}"
 
     def _index(self, sid: str) -> str:
-        return f"{self.prefix}i:{sid}"
+        return f"{self.prefix}i:{{{sid}}}" if self._tag else f"{self.prefix}i:{sid}"
 
     def _names(self, scope: str, keys: Sequence[str]) -> list[str]:
         sid = scope_id(scope)
@@ -176,7 +279,7 @@ class RedisStore(ReasoningStore):
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         names = self._names(scope, keys)
-        return self._found(scope, keys, await self._aclient()[0].mget(names)) if names else {}
+        return self._found(scope, keys, await (await self._ready())[0].mget(names)) if names else {}
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
@@ -184,19 +287,26 @@ class RedisStore(ReasoningStore):
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
-            await self._aclient()[1](**call)
+            await (await self._ready())[1](**call)
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         if names := self._names(scope, keys):
+            if self.mode == "cluster":  # its pipelines take no multi-key UNLINK
+                self._sync.unlink(*names)
+                self._sync.zrem(self._index(scope_id(scope)), *names)
+                return
             pipe = self._sync.pipeline(transaction=False)
-            pipe.unlink(*names).zrem(self._index(scope_id(scope)), *names)
+            pipe.unlink(*names)
+            pipe.zrem(self._index(scope_id(scope)), *names)
             pipe.execute()
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
         if names := self._names(scope, keys):
-            pipe = self._aclient()[0].pipeline(transaction=False)
-            pipe.unlink(*names).zrem(self._index(scope_id(scope)), *names)
-            await pipe.execute()
+            # Two round trips (deletes are rare): redis.asyncio's cluster pipeline queues
+            # commands differently from the standalone one.
+            client = (await self._ready())[0]
+            await client.unlink(*names)
+            await client.zrem(self._index(scope_id(scope)), *names)
 
     def close(self) -> None:
         self._sync.close()
@@ -257,7 +367,7 @@ class RedisStore(ReasoningStore):
                 stats.append(
                     TenantStats(
                         scope=rows[0].scope,
-                        scope_id=index.rsplit(":", 1)[-1],
+                        scope_id=index.rsplit(":", 1)[-1].strip("{}"),
                         records=len(rows),
                         bytes=sum(r.size for r in rows),
                         oldest=min(r.created_at for r in rows),
@@ -277,6 +387,10 @@ class RedisStore(ReasoningStore):
             names = self._sync.zrangebyscore(index, "-inf", cutoff)
             for start in range(0, len(names), _CHUNK):
                 chunk = names[start : start + _CHUNK]
+                if self.mode == "cluster":  # no transactions, no multi-key UNLINK in pipelines
+                    removed += int(self._sync.unlink(*chunk))
+                    self._sync.zrem(index, *chunk)
+                    continue
                 pipe = self._sync.pipeline(transaction=True)
                 pipe.unlink(*chunk)
                 pipe.zrem(index, *chunk)

@@ -1,0 +1,162 @@
+"""Redis as gateways run it: a Redis Cluster of three primaries and a Sentinel-managed primary
+(both started on 127.0.0.1 by the test setup), and LiteLLM's own Redis settings reused.
+
+The contract suite (`tests/test_stores.py`) and the two-process test (`tests/test_replicas.py`)
+run on both deployments too; here: what is particular to them."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from litellm_reasoning.stores import litellm_redis_url, open_backend, store_from_url
+from litellm_reasoning.stores.redis import RedisStore
+from litellm_reasoning.types import Reasoning
+
+if TYPE_CHECKING:
+    from store_fixtures import OwnCluster, OwnSentinel
+
+pytest_plugins = ["store_fixtures"]
+
+
+def _record(text: str) -> Reasoning:
+    return Reasoning.from_text(text, provider="deepseek", model="deepseek-chat")
+
+
+def _prefix() -> str:
+    return f"litellm_reasoning:test:{uuid.uuid4().hex[:12]}:"
+
+
+def test_a_cluster_read_is_one_round_trip_to_one_slot(redis_cluster: OwnCluster) -> None:
+    store = RedisStore(redis_cluster.url, prefix=_prefix())
+    records = {f"k{i}": _record(f"r{i}") for i in range(40)}
+    store.put_many("tenant", records)
+    seen: list[str] = []
+    original = store._sync.execute_command
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        seen.append(str(args[0]))
+        return original(*args, **kwargs)
+
+    store._sync.execute_command = counting
+    assert store.get_many("tenant", [*records, "missing"]) == records
+    assert seen == ["MGET"]
+    # The tenant's records and its index share one slot: the write script may touch them all.
+    names = [*store._names("tenant", list(records)), store._index(_sid("tenant"))]
+    assert len({store._sync.keyslot(name) for name in names}) == 1
+    store.close()
+
+
+def test_a_killed_primary_keeps_calls_going_and_its_records_come_back(
+    redis_cluster: OwnCluster,
+) -> None:
+    """Behind the fail-open layer: while the primary of a tenant's slot is down, calls return
+    (served locally) and other tenants' slots keep working; once it is back, what was written
+    meanwhile is written through and found by a fresh process's store."""
+    prefix = _prefix()
+    url = f"{redis_cluster.url}?prefix={prefix}&timeout=0.5&retry=0.2"
+    store = store_from_url(url)
+    store.put_many("tenant", {"before": _record("before the outage")})
+    probe = RedisStore(redis_cluster.url, prefix=prefix)
+    victim = redis_cluster.node_of(probe._index(_sid("tenant")))
+    probe.close()
+    victim.kill()
+    try:
+        started = time.monotonic()
+        store.put_many("tenant", {"during": _record("written during the outage")})
+        assert set(store.get_many("tenant", ["before", "during"])) == {"before", "during"}
+        assert time.monotonic() - started < 30  # returned, not hung
+    finally:
+        victim.start()
+        redis_cluster.wait_ok()
+    deadline = time.monotonic() + 30
+    while True:  # the next calls probe the backend and write the held records through
+        store.get_many("tenant", ["during"])
+        fresh = open_backend(f"{redis_cluster.url}?prefix={prefix}&timeout=2")
+        found = fresh.get_many("tenant", ["during"])
+        fresh.close()
+        if found or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert found == {"during": _record("written during the outage")}
+    store.close()
+
+
+def _sid(scope: str) -> str:
+    from litellm_reasoning.stores import scope_id
+
+    return scope_id(scope)
+
+
+def test_sentinel_fails_over_without_failing_a_call(redis_sentinel: OwnSentinel) -> None:
+    """The primary dies; Sentinel promotes its replica; the store (fail-open) never raises and
+    writes to the new primary once Sentinel names it."""
+    prefix = _prefix()
+    store = store_from_url(f"{redis_sentinel.url}?prefix={prefix}&timeout=0.5&retry=0.2")
+    store.put_many("tenant", {"before": _record("before")})
+    first = redis_sentinel.primary_port()
+    old = redis_sentinel.primary if redis_sentinel.primary.port == first else redis_sentinel.replica
+    old.kill()
+    deadline = time.monotonic() + 60
+    while redis_sentinel.primary_port() == first and time.monotonic() < deadline:
+        store.put_many("tenant", {"during": _record("during")})  # never raises
+        time.sleep(0.2)
+    assert redis_sentinel.primary_port() != first, "Sentinel did not fail over"
+    deadline = time.monotonic() + 30
+    while True:
+        store.put_many("tenant", {"after": _record("after")})
+        fresh = open_backend(f"{redis_sentinel.url}?prefix={prefix}&timeout=2")
+        found = fresh.get_many("tenant", ["after", "during"])
+        fresh.close()
+        if len(found) == 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.3)
+    assert set(found) == {"after", "during"}
+    store.close()
+
+
+@pytest.mark.parametrize(
+    ("env", "url"),
+    [
+        ({"REDIS_HOST": "cache.internal", "REDIS_PORT": "6380"}, "redis://cache.internal:6380/0"),
+        (
+            {"REDIS_HOST": "h", "REDIS_PASSWORD": "p@ss/w:rd", "REDIS_SSL": "True"},
+            "rediss://:p%40ss%2Fw%3Ard@h:6379/0",
+        ),
+        ({"REDIS_URL": "redis://u:pw@h:1/2"}, "redis://u:pw@h:1/2"),
+        (
+            {"REDIS_CLUSTER_NODES": '[{"host": "a", "port": 7000}, {"host": "b", "port": 7001}]'},
+            "redis+cluster://a:7000,b:7001/",
+        ),
+        (
+            {"REDIS_SENTINEL_NODES": '[["s1", 26379]]', "REDIS_SERVICE_NAME": "main"},
+            "redis+sentinel://s1:26379/main",
+        ),
+    ],
+)
+def test_litellm_redis_settings_are_reused(env: dict[str, str], url: str) -> None:
+    assert litellm_redis_url(env) == url
+
+
+def test_litellm_url_reads_the_environment_and_never_logs_the_password(
+    monkeypatch: pytest.MonkeyPatch, redis_cluster: OwnCluster
+) -> None:
+    nodes = ",".join(f'{{"host": "127.0.0.1", "port": {n.port}}}' for n in redis_cluster.nodes)
+    monkeypatch.setenv("REDIS_CLUSTER_NODES", f"[{nodes}]")
+    prefix = _prefix()
+    store = store_from_url(f"litellm://?prefix={prefix}")
+    store.put_many("tenant", {"k": _record("via LiteLLM's settings")})
+    direct = RedisStore(redis_cluster.url, prefix=prefix)
+    assert direct.get_many("tenant", ["k"]) == {"k": _record("via LiteLLM's settings")}
+    direct.close()
+    store.close()
+    monkeypatch.delenv("REDIS_CLUSTER_NODES")
+    monkeypatch.setenv("REDIS_HOST", "127.0.0.1")
+    monkeypatch.setenv("REDIS_PASSWORD", "s3cret-pw")
+    assert "s3cret-pw" not in getattr(store_from_url("litellm://"), "name", "")
+    monkeypatch.delenv("REDIS_HOST")
+    with pytest.raises(ValueError, match="REDIS_HOST"):
+        store_from_url("litellm://")
