@@ -19,6 +19,7 @@ and lets the request through with only `turn` removed.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import json
@@ -35,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import litellm
+import openai
 from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
@@ -728,9 +730,17 @@ class ReasoningCallback(CustomLogger):
         try:
             state = state_in(kwargs)
             if state is not None and state.sent:
-                self._heal_before_retry(state)
-                if state.messages_format:
-                    return  # an Anthropic-format body is never edited as a chat body
+                failed = sys.exc_info()[1]
+                body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
+                if failed is None and _placeholders_for_restored(state, body):
+                    # LiteLLM 1.110+ retries a Gemini refusal itself, every signature swapped
+                    # for its placeholder: the restored ones were refused.
+                    failed = RuntimeError("Corrupted thought signature (retried by LiteLLM)")
+                self._heal_before_retry(state, failed)
+                if state.messages_format or not isinstance(failed, openai.APIError):
+                    # Not LiteLLM's retry of the whole call (which rebuilds the body from the
+                    # caller's messages): a body LiteLLM changed on purpose stays as it is.
+                    return
                 state = None
             handled = state is not None and state.handled
             if state is not None:
@@ -801,7 +811,9 @@ class ReasoningCallback(CustomLogger):
         try:
             if not isinstance(messages, list):
                 raise TypeError("no messages to render")
-            rendered, target = self._render_sync(kwargs, messages, self._start(kwargs))
+            state = self._start(kwargs)
+            state.sent = True  # a next `log_pre_api_call` of this call is another attempt
+            rendered, target = self._render_sync(kwargs, messages, state)
         except Exception as exc:
             self._fail("rendering the request", exc)
             return
@@ -1130,10 +1142,9 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("evicting refused reasoning from the store", exc)
 
-    def _heal_before_retry(self, state: CallState) -> None:
+    def _heal_before_retry(self, state: CallState, failed: BaseException | None) -> None:
         """LiteLLM retries a call from inside its `except` block, before any failure event: the
         attempt that failed is the exception being handled."""
-        failed = sys.exc_info()[1]
         if failed is None:
             return
         evict = self._heal(state, {"exception": failed})
@@ -1676,6 +1687,25 @@ def _lay_out(
 
 def _wanted_keys(keys: Mapping[int, str], legacy: Mapping[int, str] | None) -> list[str]:
     return sorted({*keys.values(), *(legacy.values() if legacy else ())})
+
+
+def _placeholders_for_restored(state: CallState, body: Any) -> bool:
+    """A Gemini body whose signatures LiteLLM replaced by its skip-validator placeholder, sent
+    again for a call into which signed records were restored."""
+    if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
+        return False
+    if not any(part.signature or part.data for r in state.restored.values() for part in r.parts):
+        return False
+    return any(
+        isinstance(part, dict) and part.get("thoughtSignature") == LITELLM_PLACEHOLDER_SIGNATURE
+        for content in body["contents"]
+        if isinstance(content, dict)
+        for part in content.get("parts") or ()
+    )
+
+
+LITELLM_PLACEHOLDER_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
+"""What LiteLLM puts in place of a thought signature it does not want validated."""
 
 
 def _messages_keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:

@@ -9,6 +9,7 @@ mode with tools (`refusals.deepseek_reasoning_required`), OpenAI Responses
 
 from __future__ import annotations
 
+import base64
 import json
 import uuid
 from collections.abc import Iterator
@@ -26,6 +27,7 @@ from litellm_reasoning import ReasoningCallback, healing
 from litellm_reasoning.healing import Refusal
 from litellm_reasoning.policy import TurnPolicy
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.gemini_upstream import GeminiReply, GeminiUpstream
 from litellm_reasoning.testing.refusals import (
     deepseek_reasoning_required,
     openai_encrypted_content,
@@ -492,3 +494,102 @@ async def test_a_healed_refusal_is_counted_and_summarised() -> None:
     summary = metadata["spend_logs_metadata"]["litellm_reasoning"]
     assert summary["refused"] == {"kind": "signed_blocks", "evicted": 1}
     assert summary["counts"]["restored"] == 1
+
+
+# ------------------------------------------------------------------ Gemini
+
+GEMINI3 = "gemini-3-pro-preview"
+GEMINI_SIG = "EpwICpkIAXLI2nxlU6gsWZaZHRYkX1orzuM8vSUFwaAt1JRxEC2hJzPAcAu3PWaKz7X+PIyTTqF+ZIQP"
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion"])
+async def test_a_thought_signature_gemini_refuses_is_never_sent_again(
+    callback: ReasoningCallback, how: str
+) -> None:
+    """Gemini 3 refuses a restored thought signature ("Corrupted thought signature.", another
+    project's); the record is evicted. Before LiteLLM 1.110 the call fails and the resend's first
+    call gets the documented dummy signature; from 1.110 LiteLLM retries with its placeholder
+    itself and the callback learns of the refusal from that retry. Either way the refused
+    signature reaches Gemini once."""
+    with GeminiUpstream() as gemini:
+        call = {"functionCall": {"name": "get_country", "args": {}}, "thoughtSignature": GEMINI_SIG}
+        gemini.script(
+            GEMINI3, GeminiReply(parts=[{"text": "Country first.", "thought": True}, call])
+        )
+        gemini.always(GEMINI3, GeminiReply(parts=[{"text": "Mexico City"}]))
+        messages: list[Any] = [{"role": "user", "content": "What is the capital? Use the tool."}]
+        first = await complete(how, f"gemini/{GEMINI3}", gemini.base_url, messages, stream=False)
+        sent = dropping_client(first)
+        for tool_call in sent["tool_calls"]:  # a client that cuts LiteLLM's signature suffix
+            tool_call["id"] = tool_call["id"].split("__thought__")[0]
+        messages += [
+            sent,
+            {"role": "tool", "tool_call_id": sent["tool_calls"][0]["id"], "content": "Mexico"},
+        ]
+        gemini.revoked.add(base64.b64decode(GEMINI_SIG))
+        try:  # LiteLLM 1.110+ retries this refusal itself, with its placeholder signature
+            answer = await complete(
+                how, f"gemini/{GEMINI3}", gemini.base_url, messages, stream=False
+            )
+        except litellm.BadRequestError as exc:
+            assert "Corrupted thought signature" in str(exc)
+            answer = await complete(
+                how, f"gemini/{GEMINI3}", gemini.base_url, messages, stream=False
+            )
+            assert callback.stats["dummy_signatures"] >= 1  # the documented dummy instead
+        # The same step sent again (a client retry): the refused signature stays out.
+        await complete(how, f"gemini/{GEMINI3}", gemini.base_url, messages, stream=False)
+        bodies = gemini.requests_for(GEMINI3)
+    assert answer.content == "Mexico City"
+    carrying = [
+        body
+        for body in bodies
+        if any(
+            base64.b64decode(
+                p.get("thoughtSignature", "").replace("-", "+").replace("_", "/") + "=="
+            )
+            == base64.b64decode(GEMINI_SIG)
+            for c in body["contents"]
+            for p in c["parts"]
+            if p.get("thoughtSignature")
+        )
+    ]
+    assert len(carrying) == 1, "the refused signature reached Gemini twice"
+    assert gemini.refusals == ["Corrupted thought signature."]
+    assert callback.stats["refusals_healed"] == 1
+
+
+async def test_a_router_retry_policy_that_retries_a_400_heals_in_its_retry(
+    callback: ReasoningCallback,
+) -> None:
+    """A Router told to retry 400s (`retry_policy`): its second attempt goes without the
+    refused block and passes, inside one call."""
+    model = "claude-sonnet-4-5-heal-retry-policy"
+    with AnthropicUpstream(strict=True) as claude:
+        _claude_loop(claude, model)
+        router = litellm.Router(
+            model_list=[
+                {
+                    "model_name": "group",
+                    "litellm_params": {
+                        "model": f"anthropic/{model}",
+                        "api_base": claude.base_url,
+                        "api_key": "k",
+                    },
+                }
+            ],
+            retry_policy=litellm.router.RetryPolicy(BadRequestErrorRetries=1),
+        )
+        params = {"tools": [TOOL], "thinking": THINKING, "max_tokens": 2048}
+        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+        first = (await router.acompletion(model="group", messages=messages, **params)).choices[0]
+        messages += [
+            dropping_client(first.message),
+            {"role": "tool", "tool_call_id": "toolu_1", "content": "one line"},
+        ]
+        claude.revoked.add(SIG)
+        answer = await router.acompletion(model="group", messages=messages, **params)
+        bodies = claude.bodies(model)
+    assert answer.choices[0].message.content == "a.py holds one line."
+    assert _sent_with(bodies, SIG) == 1
+    assert len(claude.refusals) == 1

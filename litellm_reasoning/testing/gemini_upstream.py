@@ -10,6 +10,7 @@ Point LiteLLM's `api_base` for `gemini/` models at `base_url`.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import uuid
@@ -66,6 +67,15 @@ def model_of(path: str) -> tuple[str, bool]:
     return match["model"], match["method"] == "streamGenerateContent"
 
 
+def _signature_bytes(signature: str) -> bytes:
+    """A thought signature's bytes, from either base64 alphabet."""
+    normal = signature.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(normal + "=" * (-len(normal) % 4))
+    except ValueError:
+        return signature.encode()
+
+
 class GeminiUpstream(ScriptedServer[GeminiReply]):
     """The Gemini API. LiteLLM calls `<api_base>/models/<model>:<method>`."""
 
@@ -73,6 +83,9 @@ class GeminiUpstream(ScriptedServer[GeminiReply]):
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         super().__init__(host, port)
+        self.revoked: set[bytes] = set()
+        """Thought signatures (their bytes) refused as the API refuses another project's."""
+        self.refusals: list[str] = []
         server = self
         base = self._server.RequestHandlerClass
 
@@ -85,9 +98,28 @@ class GeminiUpstream(ScriptedServer[GeminiReply]):
                 with server._lock:
                     server.received.append(Received(self.path, body, headers))
                 model, stream = model_of(self.path)
+                refused = server.refusal(body)
+                if refused is not None:
+                    self._send(*refused)
+                    return
                 self._send(*server.reply_for(model, stream, server._next(model)))
 
         self._server.RequestHandlerClass = Handler
+
+    def refusal(self, body: dict[str, Any]) -> tuple[int, str, bytes] | None:
+        """The Gemini API's answer to a thought signature it cannot verify."""
+        contents = body.get("contents")
+        for content in contents if isinstance(contents, list) and self.revoked else []:
+            for part in content.get("parts") or [] if isinstance(content, dict) else []:
+                signature = part.get("thoughtSignature") if isinstance(part, dict) else None
+                if isinstance(signature, str) and _signature_bytes(signature) in self.revoked:
+                    message = "Corrupted thought signature."
+                    self.refusals.append(message)
+                    error = {
+                        "error": {"code": 400, "message": message, "status": "INVALID_ARGUMENT"}
+                    }
+                    return 400, "application/json", json.dumps(error).encode()
+        return None
 
     def reply_for(
         self, model: str, stream: bool, reply: GeminiReply | None
