@@ -160,3 +160,52 @@ def test_litellm_url_reads_the_environment_and_never_logs_the_password(
     monkeypatch.delenv("REDIS_HOST")
     with pytest.raises(ValueError, match="REDIS_HOST"):
         store_from_url("litellm://")
+
+
+@pytest.mark.proxy
+def test_two_proxy_replicas_share_a_redis_cluster(
+    redis_cluster: OwnCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Request 1 through proxy A, request 2 (reasoning dropped by the openai client) through
+    proxy B, both on one Redis Cluster: B restores what A captured."""
+    import openai
+    from proxy_utils import (
+        TOOLS,
+        assistant_messages,
+        openai_compatible_deployment,
+        proxy_config,
+        run_proxies,
+        tool_loop,
+        upstream_model,
+    )
+
+    from litellm_reasoning.testing.upstream import Reply, Upstream
+
+    with Upstream() as upstream:
+        group = "cluster-pair"
+        config = proxy_config(
+            [openai_compatible_deployment(group, upstream_model(group), upstream.base_url)]
+        )
+        env = {"LITELLM_REASONING_STORE": f"{redis_cluster.url}?prefix={_prefix()}&timeout=5"}
+        root = tmp_path_factory.mktemp("cluster-pair")
+        with run_proxies((config, root / "a", env), (config, root / "b", env)) as (a, b):
+            with openai.OpenAI(base_url=a.base_url, api_key=a.master_key, max_retries=0) as ca:
+                history = tool_loop(
+                    ca, upstream, group, stream=False, reasoning="R1 on A", call_id="call_pair_1"
+                )
+            upstream.script(
+                upstream_model(group),
+                Reply(
+                    message={"role": "assistant", "content": "Sunny.", "reasoning_content": "R2"}
+                ),
+            )
+            with openai.OpenAI(base_url=b.base_url, api_key=b.master_key, max_retries=0) as cb:
+                cb.chat.completions.create(
+                    model=group,
+                    messages=history,
+                    tools=TOOLS,
+                    user="alice",  # type: ignore[arg-type]
+                )
+        wire = upstream.bodies(upstream_model(group))[-1]
+    (assistant,) = assistant_messages(wire)
+    assert assistant.get("reasoning_content") == "R1 on A"
