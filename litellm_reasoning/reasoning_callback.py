@@ -43,7 +43,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from . import healing, identity, messages_format, metrics, responses_input, turns
 from ._pending import PendingCaptures, await_any, wait_any
 from .calls import CallState, Capture, RenderedFor, details_of, new_state, state_in, state_of
-from .decisions import summarize, with_summary
+from .decisions import DECISIONS, summarize, with_summary
 from .dialects import REASONING_KEYS, get_dialect, strip_reasoning
 from .dialects.anthropic import (
     CLAUDE_PROVIDERS,
@@ -1332,16 +1332,19 @@ class ReasoningCallback(CustomLogger):
             stored = self._of_origin(stored, origin[0], provider)
             # Earlier turns: Claude lets a leading run of blocks go, not one in the middle.
             last_miss = max((i for i in wanted if i < start and i not in stored), default=-1)
-            out, restored = list(cleaned), {}
+            out, restored, restored_at = list(cleaned), {}, []
             for i, record in stored.items():
                 if i < last_miss:
                     continue
                 message = messages_format.with_blocks(cleaned[i], record)
                 if message is not None:
                     out[i], restored[wanted[i]] = message, record
+                    restored_at.append(i)
             kwargs["messages"] = out
+            missing = [i for i in wanted if i > start and i not in stored]
             self.stats["restored"] += len(restored)
-            self.stats["missing"] += sum(i > start and i not in stored for i in wanted)
+            self.stats["missing"] += len(missing)
+            self._decide_messages(state, target, out, restored_at, missing)
             state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
             state.restored = restored
             self._begin(
@@ -1378,6 +1381,41 @@ class ReasoningCallback(CustomLogger):
             return
         if content is not None:
             await self._capture_message(state, content)
+
+    def _decide_messages(
+        self,
+        state: CallState,
+        target: Target,
+        messages: Sequence[Any],
+        restored: Sequence[int],
+        missing: Sequence[int],
+    ) -> None:
+        """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
+        it for chat): Prometheus, one DEBUG line, LiteLLM's logging metadata."""
+        per_message: dict[str, str] = {}
+        sent = 0
+        for i, message in enumerate(messages):
+            blocks = messages_format.reasoning_blocks(message)
+            if blocks:
+                per_message[str(i)] = "restored" if i in restored else "kept"
+                record = messages_format.record_of_reply(blocks, provider=None, model=None)
+                sent += self._count_tokens(record) if record is not None else 0
+        per_message.update(dict.fromkeys(map(str, missing), "missing"))
+        counts = dict.fromkeys(DECISIONS, 0)
+        counts.update(Counter(per_message.values()))
+        summary = {
+            "policy": target.policy.value,
+            "dialect": target.dialect,
+            "why": target.why,
+            "messages": per_message,
+            "counts": counts,
+            "reasoning_tokens": {"sent": sent, "saved": 0},
+        }
+        metrics.record(summary)
+        self.stats["reasoning_tokens_sent"] += sent
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
+        state.summary = summary
 
     async def _capture_message(self, state: CallState | None, content: Any) -> None:
         """An Anthropic-format reply's content blocks, kept under the key its assistant message

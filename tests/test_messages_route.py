@@ -54,11 +54,13 @@ def proxy(claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory) -
             for group, model in GROUPS.items()
         ]
     )
+    workdir = tmp_path_factory.mktemp("messages")
     env = {
-        "LITELLM_REASONING_STORE": "memory://",
+        "LITELLM_REASONING_STORE": f"sqlite:///{workdir / 'reasoning.db'}",
         "LITELLM_REASONING_POLICIES": json.dumps({"claude-current*": "current_turn"}),
     }
-    with run_proxy(config, tmp_path_factory.mktemp("messages"), env=env) as running:
+    with run_proxy(config, workdir, env=env) as running:
+        running.store_url = env["LITELLM_REASONING_STORE"]  # type: ignore[attr-defined]
         yield running
 
 
@@ -194,3 +196,17 @@ def test_a_delivery_keeps_the_turn_and_a_new_turn_starts_one(
     for body in (during, after):
         assert not any("turn" in m for m in body["messages"])
     assert claude.refusals == []
+
+
+def test_records_of_messages_calls_are_filed_under_the_virtual_key(proxy: Any) -> None:
+    """The tenant boundary holds on `/v1/messages` too: every record this route wrote (the
+    tests above) is scoped by the hashed virtual key the proxy authenticated."""
+    from litellm_reasoning.stores import open_backend
+
+    store = open_backend(proxy.store_url)
+    try:
+        tenants = store.tenants()
+    finally:
+        store.close()
+    assert tenants, "the tests above captured nothing"
+    assert all("|key=" in tenant.scope for tenant in tenants), [t.scope for t in tenants]

@@ -4,6 +4,8 @@ place, so a strict Claude accepts its tool loop; a client that keeps them sends 
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +13,7 @@ import litellm
 import pytest
 from clients import THINKING
 from conftest import register
+from litellm.integrations.custom_logger import CustomLogger
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
@@ -72,3 +75,60 @@ async def test_messages_acreate_restores_dropped_thinking_in_place(
     assert wire[1]["content"] == REPLY
     assert callback.stats["captured"] == 1
     assert callback.stats["restored"] == (0 if keeps else 1)
+
+
+class _Successes(CustomLogger):
+    def __init__(self) -> None:
+        super().__init__()
+        self.instance_id = uuid.uuid4().hex  # LiteLLM keeps one instance per class and fields
+        self.metadata: list[dict[str, Any]] = []
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        self.metadata.append(kwargs["litellm_params"]["metadata"])
+
+
+async def test_messages_calls_get_a_decisions_summary() -> None:
+    callback, successes = ReasoningCallback(capture_wait_seconds=10.0), _Successes()
+    register(callback)
+    litellm.callbacks = [callback, successes]
+    model = "claude-sonnet-4-5-messages-summary"
+    try:
+        with AnthropicUpstream(strict=True) as claude:
+            claude.script(model, AnthropicReply(REPLY))
+            claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+            params: dict[str, Any] = {
+                "model": f"anthropic/{model}",
+                "api_base": claude.base_url,
+                "api_key": "k",
+                "max_tokens": 2048,
+                "thinking": THINKING,
+                "tools": [TOOL],
+            }
+            messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+            first = await litellm.anthropic.messages.acreate(messages=messages, **params)
+            messages += [
+                {
+                    "role": "assistant",
+                    "content": [b for b in first["content"] if b["type"] != "thinking"],
+                },
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_sdk_1", "content": "x"}
+                    ],
+                },
+            ]
+            await litellm.anthropic.messages.acreate(messages=messages, **params)
+            deadline = asyncio.get_running_loop().time() + 30
+            while len(successes.metadata) < 2:
+                assert asyncio.get_running_loop().time() < deadline
+                await asyncio.sleep(0.05)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+        litellm.callbacks = []
+    summary = successes.metadata[-1]["spend_logs_metadata"]["litellm_reasoning"]
+    assert summary["messages"] == {"1": "restored"}
+    assert summary["counts"]["restored"] == 1 and summary["dialect"] == "anthropic"
+    assert summary["reasoning_tokens"]["sent"] > 0
