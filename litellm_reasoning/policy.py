@@ -102,6 +102,21 @@ def over_budget(
 CLAUDE_CLEAR_THINKING = "clear_thinking_20251015"
 
 
+def template_keeps_thinking(params: Sequence[Any]) -> bool:
+    """Whether the request asks an open-weight model's chat template to keep earlier turns'
+    thinking: `chat_template_kwargs: {"preserve_thinking": true}` (Qwen3.6+) or
+    `{"clear_thinking": false}` (GLM) on vLLM, SGLang, Together and other OpenAI-compatible
+    servers. Then every turn's reasoning goes back (stripping it would re-prefill the history
+    on every request)."""
+    for p in params:
+        kwargs = p.get("chat_template_kwargs") if isinstance(p, dict) else None
+        if isinstance(kwargs, dict) and (
+            kwargs.get("preserve_thinking") is True or kwargs.get("clear_thinking") is False
+        ):
+            return True
+    return False
+
+
 def provider_manages_thinking(params: Sequence[Any]) -> bool:
     """Whether the request (its keyword dicts) asks the provider to decide which earlier
     thinking it keeps: Z.ai `thinking: {"clear_thinking": false}` (keep every turn's, unmodified),

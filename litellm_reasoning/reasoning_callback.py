@@ -66,7 +66,7 @@ from .dialects.gemini import (
 from .dialects.openai_responses import is_reasoning_model, with_encrypted_include
 from .extract import BLOCK_TYPES, reasoning_from_message
 from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
-from .policy import TurnPolicy, provider_manages_thinking
+from .policy import TurnPolicy, provider_manages_thinking, template_keeps_thinking
 from .prefix_cache import History, PrefixCache
 from .refused import RefusedRecords
 from .render import Rendered, effective_turn_start, plan, render
@@ -293,6 +293,7 @@ class ReasoningCallback(CustomLogger):
         request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
         has_tools = any(r.get("tools") for r in request)
         preserved_thinking = provider_manages_thinking(request)
+        template_kept = template_keeps_thinking(request)
         # Every input of `_deployment` and `resolve_target`: a deployment is resolved once
         # (LiteLLM's provider lookup is most of a short request's fixed cost).
         params = kwargs.get("litellm_params")
@@ -307,6 +308,7 @@ class ReasoningCallback(CustomLogger):
             metadata.get("model_group") if isinstance(metadata, dict) else None,
             has_tools,
             preserved_thinking,
+            template_kept,
             *self.overrides,
         )
         try:
@@ -322,6 +324,7 @@ class ReasoningCallback(CustomLogger):
             api_base,
             has_tools=has_tools,
             preserved_thinking=preserved_thinking,
+            template_keeps_thinking=template_kept,
             names=names,
             overrides=self.overrides,
         )

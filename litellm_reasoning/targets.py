@@ -77,6 +77,7 @@ def resolve_target(
     *,
     has_tools: bool = False,
     preserved_thinking: bool = False,
+    template_keeps_thinking: bool = False,
     names: Iterable[str] = (),
     overrides: Iterable[Override] = (),
 ) -> Target:
@@ -86,6 +87,14 @@ def resolve_target(
     overrides may match.
     """
     target = _default_target(provider or "", model, api_base, has_tools, preserved_thinking)
+    if template_keeps_thinking and target.dialect in TEMPLATE_DIALECTS:
+        target = Target(
+            target.dialect,
+            TurnPolicy.ALL_TURNS,
+            f"{target.why}; the request's chat template keeps earlier thinking "
+            "(`chat_template_kwargs`)",
+            target.strip,
+        )
     candidates = [model, *names]
     for override in overrides:
         if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
@@ -116,6 +125,10 @@ class TargetCache:
         if len(self._resolved) >= self.max_entries:
             self._resolved.clear()
         self._resolved[key] = value
+
+
+TEMPLATE_DIALECTS = frozenset({"openai_chat", "openai_chat_reasoning", "openai_chat_required"})
+"""Targets whose server renders a chat template (what `chat_template_kwargs` speaks to)."""
 
 
 def _default_target(

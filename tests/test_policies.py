@@ -915,3 +915,44 @@ async def test_long_claude_session_prefix_and_tokens(
                 assert all(d == "over_budget" for d in decisions[:first_kept])
                 assert summary["reasoning_tokens"]["saved"] > 0
         assert any("over_budget" in s["messages"].values() for s in summaries)
+
+
+@pytest.mark.parametrize(
+    ("model", "template", "expected"),
+    [
+        # vLLM's Qwen template keeps only the current turn's thinking by default...
+        ("hosted_vllm/qwen3.6-35b", None, [None, None, "now r"]),
+        # ...and every turn's when the request asks it to (Qwen3.6+ `preserve_thinking`).
+        ("hosted_vllm/qwen3.6-35b", {"preserve_thinking": True}, ["call f", "answer", "now r"]),
+        # GLM through an OpenAI-compatible server: `clear_thinking: false` in the template.
+        ("openai/glm-4.7", {"clear_thinking": False}, ["call f", "answer", "now r"]),
+        ("openai/glm-4.7", {"clear_thinking": True}, [None, None, "now r"]),
+    ],
+)
+async def test_a_chat_template_that_keeps_thinking_gets_every_turn(
+    model: str,
+    template: dict[str, Any] | None,
+    expected: list[str | None],
+    upstream: Upstream,
+    fresh: None,
+) -> None:
+    from litellm_reasoning.testing.upstream import Reply
+
+    register(ReasoningCallback())
+    name = f"{model.split('/')[1]}-{uuid.uuid4().hex[:6]}"
+    upstream.script(name, Reply(message={"content": "ok"}))
+    extra = {"extra_body": {"chat_template_kwargs": template}} if template else {}
+    await litellm.acompletion(
+        model=f"{model.split('/')[0]}/{name}",
+        api_base=upstream.base_url,
+        api_key="k",
+        messages=_openai_history(),
+        **extra,
+    )
+    (body,) = upstream.bodies(name)
+    sent = [
+        m.get("reasoning") or m.get("reasoning_content")
+        for m in body["messages"]
+        if m["role"] == "assistant"
+    ]
+    assert sent == expected
