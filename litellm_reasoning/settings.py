@@ -57,6 +57,14 @@ class Settings(BaseModel):
             raise ValueError(f"unknown log level {value!r}")
         return value.upper()
 
+    @field_validator("store")
+    @classmethod
+    def _known_store(cls, value: str) -> str:
+        from .stores import check_store_url
+
+        check_store_url(value)  # the scheme and options; nothing is opened here
+        return value
+
     @field_validator("dialects")
     @classmethod
     def _known_dialects(cls, value: dict[str, str]) -> dict[str, str]:
@@ -87,11 +95,52 @@ class Settings(BaseModel):
         return cls.model_validate(raw)
 
 
+_MISSPELLINGS = (
+    "litellm-reasoning",
+    "litellm_reasoning.callback",
+    "reasoning",
+    "LiteLLM-Reasoning",
+)
+
+
 def _proxy_config_section() -> Mapping[str, Any]:
     import litellm
 
-    section = (getattr(litellm, "callback_settings", None) or {}).get(CONFIG_SECTION)
-    return section if isinstance(section, Mapping) else {}
+    sections = getattr(litellm, "callback_settings", None) or {}
+    if not isinstance(sections, Mapping):
+        return {}
+    section = sections.get(CONFIG_SECTION)
+    if section is None:
+        for name in _MISSPELLINGS:
+            if name in sections:
+                raise ValueError(
+                    f"callback_settings has a section {name!r}; this package reads "
+                    f"callback_settings.{CONFIG_SECTION} (with an underscore)"
+                )
+        return {}
+    if not isinstance(section, Mapping):
+        raise ValueError(
+            f"callback_settings.{CONFIG_SECTION} is {type(section).__name__} {section!r}, "
+            "not a mapping of settings (store, namespace, policies, ...)"
+        )
+    return section
+
+
+def _log_through_litellm(level: str) -> None:
+    """The package's lines in the proxy's output as LiteLLM formats its own (its handler), at
+    the configured level, or DEBUG when LiteLLM's own debugging is on (`--detailed_debug`)."""
+    package = logging.getLogger("litellm_reasoning")
+    numeric = logging.getLevelName(level)
+    try:
+        from litellm._logging import handler, verbose_logger
+    except ImportError:  # another LiteLLM layout: Python's default handling
+        package.setLevel(numeric)
+        return
+    if verbose_logger.isEnabledFor(logging.DEBUG):
+        numeric = min(numeric, logging.DEBUG)
+    package.setLevel(numeric)
+    if handler not in package.handlers:
+        package.addHandler(handler)
 
 
 def callback_from_environment() -> ReasoningCallback:
@@ -105,7 +154,7 @@ def callback_from_environment() -> ReasoningCallback:
             f"litellm-reasoning: invalid setting (callback_settings.{CONFIG_SECTION} or "
             f"{ENV_PREFIX}*): {exc}"
         ) from exc
-    logging.getLogger("litellm_reasoning").setLevel(settings.log_level)
+    _log_through_litellm(settings.log_level)
     return ReasoningCallback(
         store=settings.store,
         namespace=settings.namespace,

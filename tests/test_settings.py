@@ -77,3 +77,39 @@ def test_the_proxy_attribute_is_one_ready_instance(monkeypatch: pytest.MonkeyPat
     first = litellm_reasoning.callback
     assert isinstance(first, ReasoningCallback)
     assert litellm_reasoning.callback is first
+
+
+@pytest.mark.parametrize(
+    ("sections", "named"),
+    [
+        ({"litellm-reasoning": {"namespace": "x"}}, "litellm-reasoning"),
+        ({"litellm_reasoning": "store: redis://x"}, "not a mapping"),
+        ({"litellm_reasoning": {"store": "mongodb://x"}}, "mongodb"),
+        ({"litellm_reasoning": {"store": "redis://h:6379/0?ttl=-5"}}, "ttl"),
+        ({"litellm_reasoning": {"store": "sqlite:///x.db?colour=red"}}, "colour"),
+    ],
+)
+def test_a_mistake_in_the_config_section_stops_startup_naming_it(
+    sections: dict[str, object], named: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(litellm, "callback_settings", sections)
+    with pytest.raises(RuntimeError, match="invalid setting") as raised:
+        callback_from_environment()
+    assert named in str(raised.value)
+
+
+def test_the_proxy_instance_logs_through_litellms_handler(monkeypatch: pytest.MonkeyPatch) -> None:
+    import logging
+
+    from litellm._logging import handler
+
+    package = logging.getLogger("litellm_reasoning")
+    level = package.level
+    monkeypatch.setattr(litellm, "callback_settings", {"litellm_reasoning": {"log_level": "INFO"}})
+    try:
+        callback_from_environment()
+        assert handler in package.handlers
+        assert package.level == logging.INFO
+    finally:
+        package.removeHandler(handler)
+        package.setLevel(level)

@@ -184,6 +184,17 @@ def open_backend(url: str) -> ReasoningStore:
     )
 
 
+def check_store_url(url: str) -> None:
+    """Raise ValueError naming what is wrong with `url` (scheme, options), opening nothing."""
+    kind, parsed, options, _ = _split(url)
+    _common(options)
+    for name in ("max_records", "max_bytes", "timeout", "local_records", "retry"):
+        if name in options:
+            _number(options, name, 1)
+    if kind == "sqlite" and not (parsed.netloc + parsed.path).lstrip("/"):
+        raise ValueError(f"reasoning store URL {url!r} names no file: sqlite:///path/file.db")
+
+
 def store_from_url(url: str) -> ReasoningStore:
     """The store for `url`; SQLite and Redis come behind a `ResilientStore` (never raises)."""
     backend = open_backend(url)
@@ -211,6 +222,7 @@ __all__ = [
     "StoreUnsupported",
     "StoredRecord",
     "TenantStats",
+    "check_store_url",
     "default_store_url",
     "litellm_redis_url",
     "open_backend",
