@@ -1,19 +1,30 @@
 """`litellm-reasoning store stats|show|purge`: look into and prune a persistent reasoning store.
 
-The store URL comes from `--store URL` or `LITELLM_REASONING_STORE`. Reasoning text is shown as a
-short preview unless `--full`; signatures and opaque data only by length.
+The store URL comes from `--store URL`, else `LITELLM_REASONING_STORE`, else the proxy's default
+SQLite file. Reasoning text is shown as a short preview unless `--full`; signatures and opaque
+data only by length. `--json` prints machine-readable output (same previews).
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import sys
 import time
 from datetime import datetime
-from typing import TextIO
+from pathlib import Path
+from typing import Any, TextIO
+from urllib.parse import urlparse
 
-from .stores import StoredRecord, StoreUnsupported, TenantStats, open_backend
+from .stores import (
+    StoredRecord,
+    StoreUnsupported,
+    TenantStats,
+    default_store_url,
+    open_backend,
+)
 from .stores.memory import MemoryStore
 
 ENV = "LITELLM_REASONING_STORE"
@@ -25,7 +36,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     store = commands.add_parser(
         "store", help="inspect or purge a persistent reasoning store (SQLite, Redis)"
     )
-    store.add_argument("--store", metavar="URL", help=f"store URL (default: ${ENV})")
+    store.add_argument(
+        "--store", metavar="URL", help=f"store URL (default: ${ENV}, else the proxy's SQLite file)"
+    )
+    store.add_argument("--json", action="store_true", help="machine-readable output")
     actions = store.add_subparsers(dest="action", required=True)
     actions.add_parser("stats", help="records, bytes, oldest and newest per tenant")
     show = actions.add_parser("show", help="a tenant's newest records (previews only)")
@@ -38,6 +52,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--older-than", metavar="SECONDS", type=float, help="only records older than this"
     )
     purge.add_argument("--all", action="store_true", help="every record of every tenant")
+    purge.add_argument("--yes", action="store_true", help="do not ask before purging everything")
 
 
 def _when(ts: float | None) -> str:
@@ -101,12 +116,73 @@ def print_records(records: list[StoredRecord], full: bool, out: TextIO) -> None:
             print(line, file=out)
 
 
+def _json_records(records: list[StoredRecord], full: bool) -> list[dict[str, Any]]:
+    out = []
+    for r in records:
+        parts = []
+        for part in r.record.parts if r.record is not None else ():
+            parts.append(
+                {
+                    "kind": part.kind,
+                    "text_chars": len(part.text),
+                    "text": _preview(part.text, full),
+                    "signature_chars": len(part.signature or ""),
+                    "data_chars": len(part.data or ""),
+                }
+            )
+        out.append(
+            {
+                "key": r.key,
+                "size": r.size,
+                "created_at": r.created_at,
+                "expires_at": None if r.expires_at == float("inf") else r.expires_at,
+                "readable": r.record is not None,
+                "provider": r.record.provider if r.record else None,
+                "model": r.record.model if r.record else None,
+                "parts": parts,
+            }
+        )
+    return out
+
+
+def _shown(url: str) -> str:
+    """`url` with any password masked (what is printed)."""
+    parsed = urlparse(url)
+    credentials, at, hosts = parsed.netloc.rpartition("@")
+    if not at or ":" not in credentials:
+        return url
+    user = credentials.split(":", 1)[0]
+    return parsed._replace(netloc=f"{user}:***@{hosts}").geturl()
+
+
+def _problem(args: argparse.Namespace, url: str) -> str | None:
+    """What makes the command unsafe or meaningless before any store is opened."""
+    if args.action == "purge" and args.older_than is not None and args.older_than < 0:
+        return f"--older-than must be 0 or more seconds, not {args.older_than:g}"
+    parsed = urlparse(url)
+    if parsed.scheme == "sqlite":
+        path = (parsed.netloc + parsed.path)[1:] if parsed.path.startswith("/") else parsed.path
+        if path and not Path(path).exists():
+            # Opening would create an empty database and report "no records".
+            return f"no SQLite store at {path} (check --store / ${ENV})"
+    return None
+
+
 def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     out = out if out is not None else sys.stdout
-    url = args.store or os.environ.get(ENV)
-    if not url:
-        print(f"litellm-reasoning store: give --store URL or set {ENV}", file=sys.stderr)
+    url = args.store or os.environ.get(ENV) or default_store_url()
+    problem = _problem(args, url)
+    if problem is not None:
+        print(f"litellm-reasoning store: {problem}", file=sys.stderr)
         return 2
+    if args.action == "purge" and args.all and not args.yes:
+        if not sys.stdin.isatty():
+            print("litellm-reasoning store purge --all: add --yes to confirm", file=sys.stderr)
+            return 2
+        answer = input(f"Remove every record of every tenant in {url}? [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("nothing removed", file=out)
+            return 1
     try:
         store = open_backend(url)
     except (ValueError, ImportError) as exc:
@@ -122,12 +198,23 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     try:
         with store:
             if args.action == "stats":
-                print_stats(url, store.tenants(), out)
+                tenants = store.tenants()
+                if args.json:
+                    rows = [dataclasses.asdict(t) for t in tenants]
+                    print(json.dumps({"store": _shown(url), "tenants": rows}), file=out)
+                else:
+                    print_stats(_shown(url), tenants, out)
             elif args.action == "show":
                 records = store.list_records(args.tenant, limit=args.limit)
-                if not records:
+                if args.json:
+                    found = _json_records(records, args.full)
+                    print(json.dumps({"tenant": args.tenant, "records": found}), file=out)
+                elif records:
+                    print_records(records, args.full, out)
+                else:
                     print(f"no records for tenant {args.tenant!r}", file=out)
-                print_records(records, args.full, out)
+                if not records:
+                    return 1
             else:
                 if args.tenant is None and args.older_than is None and not args.all:
                     print(

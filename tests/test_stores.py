@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
 import sqlite3
 import subprocess
@@ -568,7 +569,7 @@ def test_store_cli(
     assert (code, out.strip()) == (0, f"removed 2 record(s) (tenant {A!r})")
     code, out, _ = _cli(capsys, "purge", "--older-than", "3600")
     assert out.strip() == "removed 0 record(s) (all tenants, older than 3600 s)"
-    code, out, _ = _cli(capsys, "purge", "--all")
+    code, out, _ = _cli(capsys, "purge", "--all", "--yes")
     assert out.strip() == "removed 1 record(s) (all tenants)"
     code, out, _ = _cli(capsys, "stats")
     assert "no records" in out
@@ -578,11 +579,55 @@ def test_store_cli_errors(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("LITELLM_REASONING_STORE", raising=False)
-    code, _, err = _cli(capsys, "stats")
-    assert code == 2 and "LITELLM_REASONING_STORE" in err
+    monkeypatch.setenv("XDG_DATA_HOME", "/nonexistent-lr-data")
+    code, _, err = _cli(capsys, "stats")  # the proxy's default file, which is not there
+    assert code == 2 and "no SQLite store" in err
     code, _, err = _cli(capsys, "--store", "memory://", "stats")
     assert code == 2 and "inside its process" in err
     code, _, err = _cli(capsys, "--store", "ftp://x", "stats")
     assert code == 2 and "supported" in err
     code, _, err = _cli(capsys, "--store", "redis://127.0.0.1:1/0", "stats")
     assert code == 1 and "ConnectionError" in err
+
+
+def test_store_cli_guards_and_json(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite:///{tmp_path / 'cli.db'}"
+    store = store_from_url(url)
+    store.put_many(A, {"k1": text("short one")})
+    store.close()
+    monkeypatch.delenv("LITELLM_REASONING_STORE", raising=False)
+    # A typo never creates a new, empty database that then reports "no records".
+    typo = f"sqlite:///{tmp_path / 'typo' / 'cli.db'}"
+    code, _, err = _cli(capsys, "--store", typo, "stats")
+    assert code == 2 and "no SQLite store" in err
+    assert not (tmp_path / "typo").exists()
+    code, _, err = _cli(capsys, "--store", url, "purge", "--older-than", "-5")
+    assert code == 2 and "--older-than" in err
+    code, out, _ = _cli(capsys, "--store", url, "show", "no-such-tenant")
+    assert code == 1 and "no records" in out
+    code, out, _ = _cli(capsys, "--store", url, "--json", "stats")
+    stats = json.loads(out)
+    assert code == 0 and [t["scope"] for t in stats["tenants"]] == [A]
+    code, out, _ = _cli(capsys, "--store", url, "--json", "show", A)
+    shown = json.loads(out)["records"]
+    assert code == 0 and shown[0]["key"] == "k1" and shown[0]["parts"][0]["text"] == "short one"
+    with open(os.devnull) as not_a_terminal:  # no prompt without a terminal
+        monkeypatch.setattr(sys, "stdin", not_a_terminal)
+        code, _, err = _cli(capsys, "--store", url, "purge", "--all")
+    assert code == 2 and "--yes" in err
+    code, out, _ = _cli(capsys, "--store", url, "purge", "--all", "--yes")
+    assert code == 0 and "removed 1 record(s)" in out
+    # Without --store or the variable: the proxy's default SQLite file (here, none yet).
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    code, _, err = _cli(capsys, "stats")
+    assert code == 2 and str(tmp_path / "data") in err
+
+
+def test_store_cli_never_prints_a_password(capsys: pytest.CaptureFixture[str]) -> None:
+    from litellm_reasoning.store_cli import _shown
+
+    assert _shown("redis://:s3cret@127.0.0.1:6379/0") == "redis://:***@127.0.0.1:6379/0"
+    assert _shown("rediss://user:pw@h:1/0?prefix=x") == "rediss://user:***@h:1/0?prefix=x"
+    assert _shown("sqlite:///a/b.db") == "sqlite:///a/b.db"
