@@ -18,7 +18,9 @@ def main(argv: list[str] | None = None) -> int:
         "conformance", help="run conformance cases through real LiteLLM against a local server"
     )
     conformance.add_argument(
-        "paths", nargs="*", help="case files or directories (default: ./conformance)"
+        "paths",
+        nargs="*",
+        help="case files or directories (default: ./conformance, else the cases the package ships)",
     )
     conformance.add_argument(
         "--jobs",

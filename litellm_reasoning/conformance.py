@@ -33,7 +33,7 @@ import gc
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -273,30 +273,56 @@ class Runner:
         finally:
             litellm.callbacks = previous
 
-    async def run(self, cases: list[Case]) -> list[Outcome]:
+    async def run(
+        self, cases: list[Case], progress: Callable[[int, int], None] | None = None
+    ) -> list[Outcome]:
         outcomes: list[Outcome] = []
-        for case in cases:
+        for finished, case in enumerate(cases, 1):
             clients = case.raw.get("clients") or CLIENTS
             for call in CALLS:
                 for stream in STREAMS:
                     for client in clients:
                         outcomes.append(await self.run_one(case, call, stream, client))
+            if progress is not None:
+                progress(finished, len(cases))
         return outcomes
 
 
-def run_cases(cases: list[Case], jobs: int = 1) -> list[Outcome]:
+PACKAGED_CASES = Path(__file__).resolve().parent / "data" / "conformance"
+"""The cases shipped in the wheel (`conformance/` in a checkout is the same directory)."""
+
+
+def run_cases(
+    cases: list[Case], jobs: int = 1, progress: Callable[[int, int], None] | None = None
+) -> list[Outcome]:
     """Start a local upstream and run every case in every mode, in `jobs` processes (each with
-    its own LiteLLM, callback and upstream: LiteLLM's callback list is process-global)."""
+    its own LiteLLM, callback and upstream: LiteLLM's callback list is process-global).
+    `progress(done, total)` is called as cases finish."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if jobs > 1 and len(cases) > 1:
-        from concurrent.futures import ProcessPoolExecutor
+        from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        chunks = [cases[i::jobs] for i in range(jobs)]
+        done: list[Outcome] = []
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            done = [o for chunk in pool.map(run_cases, chunks) for o in chunk]
+            futures = [pool.submit(run_cases, [case]) for case in cases]
+            for finished, future in enumerate(as_completed(futures), 1):
+                done += future.result()
+                if progress is not None:
+                    progress(finished, len(cases))
         return [o for case in cases for o in done if o.case.name == case.name]
     with Upstream() as upstream:
-        return asyncio.run(Runner(upstream).run(cases))
+        return asyncio.run(Runner(upstream).run(cases, progress))
+
+
+def _report_progress(done: int, total: int) -> None:
+    """A line that rewrites itself on a terminal, plain lines otherwise (logs, CI)."""
+    if sys.stderr.isatty():
+        width = 30
+        bar = "#" * (width * done // total)
+        end = "\n" if done == total else ""
+        print(f"\r[{bar:<{width}}] {done}/{total} cases", end=end, file=sys.stderr, flush=True)
+    else:
+        print(f"conformance: {done}/{total} cases done", file=sys.stderr, flush=True)
 
 
 def table(outcomes: list[Outcome]) -> Iterator[str]:
@@ -311,14 +337,22 @@ def table(outcomes: list[Outcome]) -> Iterator[str]:
     yield f"{passed} passed, {len(outcomes) - passed} failed"
 
 
+def default_paths() -> list[str]:
+    """`./conformance` in a checkout, else the cases in the installed package."""
+    return ["conformance"] if Path("conformance").is_dir() else [str(PACKAGED_CASES)]
+
+
 def main(paths: list[str], jobs: int | None = None) -> int:
-    cases = load_cases(paths or ["conformance"])
-    if not cases:
-        print(
-            "no conformance cases found in " + ", ".join(paths or ["conformance"]), file=sys.stderr
-        )
+    paths = paths or default_paths()
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        print("no such case file or directory: " + ", ".join(missing), file=sys.stderr)
         return 2
-    outcomes = run_cases(cases, jobs or min(4, os.cpu_count() or 1))
+    cases = load_cases(paths)
+    if not cases:
+        print("no conformance cases found in " + ", ".join(paths), file=sys.stderr)
+        return 2
+    outcomes = run_cases(cases, jobs or min(4, os.cpu_count() or 1), _report_progress)
     for line in table(outcomes):
         print(line)
     return 0 if all(o.ok for o in outcomes) else 1

@@ -165,5 +165,28 @@ def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) ->
         text = archive.read(metadata).decode()
     assert "litellm_reasoning/py.typed" in names
     assert "litellm_reasoning/data/model_table.json" in names
+    cases = sorted(p.name for p in (ROOT / "conformance").glob("*.json"))
+    assert cases and all(f"litellm_reasoning/data/conformance/{c}" in names for c in cases)
+    # Outside a checkout, `litellm-reasoning conformance` finds the cases the wheel ships.
+    unpacked = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(unpacked)
+    probe = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from litellm_reasoning.conformance import default_paths, load_cases\n"
+        "(path,) = default_paths(); assert path.startswith(sys.argv[1]), path\n"
+        "print(len(load_cases([path])))"
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    found = subprocess.run(
+        [sys.executable, "-c", probe, str(unpacked)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=elsewhere,
+    )
+    assert found.returncode == 0, found.stderr[-2000:]
+    assert int(found.stdout) > 0
     assert any(n.endswith("licenses/LICENSE") for n in names), sorted(names)[:20]
     assert "License-Expression: MIT" in text
