@@ -15,3 +15,32 @@ def test_providers_table_matches_the_code() -> None:
     start = text.index("<!-- providers:start -->\n") + len("<!-- providers:start -->\n")
     end = text.index("<!-- providers:end -->")
     assert text[start:end].strip() == providers_markdown().strip()
+
+
+def test_the_docker_example_installs_this_package_into_litellms_image() -> None:
+    """No Docker daemon here: what the files say is checked (what they copy exists, the store
+    points at the compose file's Redis, the package goes in without touching LiteLLM)."""
+    import yaml
+
+    root = Path(__file__).resolve().parent.parent
+    dockerfile = (root / "examples/proxy/Dockerfile").read_text()
+    assert "FROM ${LITELLM_IMAGE}" in dockerfile and "berriai/litellm" in dockerfile
+    assert "pip install --no-cache-dir --no-deps" in dockerfile
+    for line in dockerfile.splitlines():
+        if line.startswith("COPY "):
+            for source in line.split()[1:-1]:
+                assert (root / source).exists(), source
+    compose = yaml.safe_load((root / "examples/proxy/compose.yaml").read_text())
+    services = compose["services"]
+    assert services["litellm"]["build"]["dockerfile"] == "examples/proxy/Dockerfile"
+    assert (root / "examples/proxy" / services["litellm"]["build"]["context"]).resolve() == root
+    assert services["litellm"]["environment"]["LITELLM_REASONING_STORE"] == "redis://redis:6379/0"
+    assert "redis" in services and services["litellm"]["depends_on"] == ["redis"]
+
+
+def test_the_example_config_lists_every_dialect() -> None:
+    from litellm_reasoning.dialects import dialect_names
+
+    root = Path(__file__).resolve().parent.parent
+    text = " ".join((root / "examples/proxy/config.yaml").read_text().replace("#", " ").split())
+    assert ", ".join(dialect_names()) + "." in text
