@@ -90,6 +90,9 @@ class CallState:
     restored: dict[str, Reasoning] = field(default_factory=dict)
     """Store key -> record, for every record restored into this call's request (and its
     release-0.1.0 key): what a provider's refusal evicts (`healing`)."""
+    restored_source: tuple[Any, Any, Any, Any] | None = None
+    """(keys, legacy keys, records by index, restored indices) of a chat request: `restored`
+    made only when a refusal asks for it (`restored_records`), not on every request."""
     rendered_for: RenderedFor | None = None
     """The target the request was rendered for."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -106,6 +109,25 @@ class CallState:
 
     def __repr__(self) -> str:
         return "<litellm-reasoning call state>"
+
+    def restored_records(self) -> dict[str, Reasoning]:
+        """Store key -> record of everything restored into this call's request."""
+        if self.restored_source is None:
+            return self.restored
+        keys, legacy, stored, indices = self.restored_source
+        out: dict[str, Reasoning] = {}
+        for i in indices:
+            record = stored.get(i)
+            if record is None:
+                continue
+            for names in (keys, legacy):
+                if i in names:
+                    out[names[i]] = record
+        return out
+
+    def forget_restored(self) -> None:
+        """Nothing of the store went out after all (or a refusal was healed already)."""
+        self.restored, self.restored_source = {}, None
 
     def claim(self) -> Capture | None:
         """The capture to make now, exactly once (None: not ours, or done)."""

@@ -583,14 +583,12 @@ class ReasoningCallback(CustomLogger):
         state.rendered_for = RenderedFor(
             request.provider, request.model, target.dialect, target.policy
         )
-        state.restored = {}
-        for i in restored:
-            record = stored.get(i)
-            if record is None:
-                continue
-            for keys in (request.keys, request.legacy):
-                if i in keys:
-                    state.restored[keys[i]] = record
+        state.restored, state.restored_source = {}, (
+            request.keys,
+            request.legacy,
+            stored,
+            restored,
+        )
 
     def _limit(
         self, request: _Request, rendered: Rendered, stored: Mapping[int, Reasoning]
@@ -712,7 +710,7 @@ class ReasoningCallback(CustomLogger):
                 state.body_patch = (_LAYOUT_PATCH, rendered.messages)
             if self._claude_without_thinking(target, [kwargs], rendered.messages):
                 state.layouts, state.body_patch = {}, None
-                state.restored = {}
+                state.forget_restored()
                 # LiteLLM's `modify_params` behaviour, for this call only.
                 kwargs["messages"] = [_without_thinking_blocks(m) for m in rendered.messages]
                 for name in ("thinking", "reasoning_effort"):
@@ -720,7 +718,7 @@ class ReasoningCallback(CustomLogger):
         except Exception as exc:
             self._fail("rendering the request", exc)
             state.handled = True
-            state.restored = {}
+            state.forget_restored()
             kwargs["messages"] = _without_turn(messages)
         return kwargs
 
@@ -782,9 +780,10 @@ class ReasoningCallback(CustomLogger):
                 body["messages"] = _without_turn(wire)
                 return
             if isinstance(get_dialect(target.dialect), AnthropicDialect):
-                restored, state.restored = state.restored, {}
+                restored = state.restored, state.restored_source
+                state.forget_restored()
                 if self._patch_anthropic_body(body, rendered, target, kwargs, state.layouts):
-                    state.restored = restored
+                    state.restored, state.restored_source = restored
                 return
             if callable(getattr(get_dialect(target.dialect), "patch_wire", None)):
                 body["messages"] = _patch_assistants(
@@ -1182,7 +1181,8 @@ class ReasoningCallback(CustomLogger):
         refusal = healing.classify(str(exception))
         if refusal is None:
             return None
-        restored, state.restored = state.restored, {}  # one healing per refused request
+        restored = state.restored_records()
+        state.forget_restored()  # one healing per refused request
         healed = healing.heal(refusal, restored, target.policy)
         if healed is None:
             return None
@@ -1364,7 +1364,7 @@ class ReasoningCallback(CustomLogger):
             )
         except Exception as exc:
             self._fail("rendering the Anthropic-format request", exc)
-            state.restored = {}
+            state.forget_restored()
             kwargs["messages"] = turns.without_turn(messages)
         return kwargs
 
@@ -1735,7 +1735,8 @@ def _placeholders_for_restored(state: CallState, body: Any) -> bool:
     again for a call into which signed records were restored."""
     if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
         return False
-    if not any(part.signature or part.data for r in state.restored.values() for part in r.parts):
+    restored = state.restored_records().values()
+    if not any(part.signature or part.data for r in restored for part in r.parts):
         return False
     return any(
         isinstance(part, dict) and part.get("thoughtSignature") == LITELLM_PLACEHOLDER_SIGNATURE
