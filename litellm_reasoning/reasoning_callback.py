@@ -583,11 +583,14 @@ class ReasoningCallback(CustomLogger):
         state.rendered_for = RenderedFor(
             request.provider, request.model, target.dialect, target.policy
         )
-        state.restored, state.restored_source = {}, (
-            request.keys,
-            request.legacy,
-            stored,
-            restored,
+        state.restored, state.restored_source = (
+            {},
+            (
+                request.keys,
+                request.legacy,
+                stored,
+                restored,
+            ),
         )
 
     def _limit(
