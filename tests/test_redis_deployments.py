@@ -11,6 +11,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 import pytest
+import redis
 
 from litellm_reasoning.stores import litellm_redis_url, open_backend, store_from_url
 from litellm_reasoning.stores.redis import RedisStore
@@ -76,8 +77,12 @@ def test_a_killed_primary_keeps_calls_going_and_its_records_come_back(
     while True:  # the next calls probe the backend and write the held records through
         store.get_many("tenant", ["during"])
         fresh = open_backend(f"{redis_cluster.url}?prefix={prefix}&timeout=2")
-        found = fresh.get_many("tenant", ["during"])
-        fresh.close()
+        try:  # a bare store: a slot still settling raises here, and it asks again
+            found = fresh.get_many("tenant", ["during"])
+        except redis.RedisError:
+            found = {}
+        finally:
+            fresh.close()
         if found or time.monotonic() > deadline:
             break
         time.sleep(0.3)
@@ -106,11 +111,18 @@ def test_sentinel_fails_over_without_failing_a_call(redis_sentinel: OwnSentinel)
         time.sleep(0.2)
     assert redis_sentinel.primary_port() != first, "Sentinel did not fail over"
     deadline = time.monotonic() + 30
+    found: dict[str, Reasoning] = {}
     while True:
-        store.put_many("tenant", {"after": _record("after")})
+        store.put_many("tenant", {"after": _record("after")})  # never raises
+        # The checker is a bare store (it raises): right after the switch Sentinel may briefly
+        # name no primary ("No master found"); it asks again.
         fresh = open_backend(f"{redis_sentinel.url}?prefix={prefix}&timeout=2")
-        found = fresh.get_many("tenant", ["after", "during"])
-        fresh.close()
+        try:
+            found = fresh.get_many("tenant", ["after", "during"])
+        except redis.RedisError:
+            found = {}
+        finally:
+            fresh.close()
         if len(found) == 2 or time.monotonic() > deadline:
             break
         time.sleep(0.3)
