@@ -36,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import litellm
-import openai
 from litellm import get_llm_provider
 from litellm.integrations.custom_logger import CustomLogger
 
@@ -736,15 +735,18 @@ class ReasoningCallback(CustomLogger):
             if state is not None and state.sent:
                 failed = sys.exc_info()[1]
                 body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
-                if failed is None and _placeholders_for_restored(state, body):
+                if _placeholders_for_restored(state, body):
                     # LiteLLM 1.110+ retries a Gemini refusal itself, every signature swapped
-                    # for its placeholder: the restored ones were refused.
+                    # for its placeholder on purpose: the restored ones were refused, and that
+                    # body stays as LiteLLM made it.
                     failed = RuntimeError("Corrupted thought signature (retried by LiteLLM)")
-                self._heal_before_retry(state, failed)
-                if state.messages_format or not isinstance(failed, openai.APIError):
-                    # Not LiteLLM's retry of the whole call (which rebuilds the body from the
-                    # caller's messages): a body LiteLLM changed on purpose stays as it is.
+                    self._heal_before_retry(state, failed)
                     return
+                self._heal_before_retry(state, failed)
+                if state.messages_format:
+                    return  # an Anthropic-format body is never edited as a chat body
+                # Another attempt built from the caller's messages (LiteLLM's retry of the
+                # call, a transport retry): rendered again.
                 state = None
             handled = state is not None and state.handled
             if state is not None:
@@ -1734,19 +1736,39 @@ def _wanted_keys(keys: Mapping[int, str], legacy: Mapping[int, str] | None) -> l
 
 
 def _placeholders_for_restored(state: CallState, body: Any) -> bool:
-    """A Gemini body whose signatures LiteLLM replaced by its skip-validator placeholder, sent
-    again for a call into which signed records were restored."""
+    """A Gemini body, sent again for a call into which signed records were restored, in which
+    LiteLLM replaced those signatures by its skip-validator placeholder (none of ours is left,
+    a placeholder is there)."""
     if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
         return False
-    restored = state.restored_records().values()
-    if not any(part.signature or part.data for r in restored for part in r.parts):
+    ours = {
+        _signature_bytes(value)
+        for record in state.restored_records().values()
+        for part in record.parts
+        for value in (part.signature, part.data)
+        if value
+    }
+    if not ours:
         return False
-    return any(
-        isinstance(part, dict) and part.get("thoughtSignature") == LITELLM_PLACEHOLDER_SIGNATURE
+    sent: list[str] = [
+        part["thoughtSignature"]
         for content in body["contents"]
         if isinstance(content, dict)
         for part in content.get("parts") or ()
-    )
+        if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str)
+    ]
+    if any(_signature_bytes(value) in ours for value in sent):
+        return False
+    return LITELLM_PLACEHOLDER_SIGNATURE in sent
+
+
+def _signature_bytes(value: str) -> bytes:
+    """A signature's bytes from either base64 alphabet (its text when it is not base64)."""
+    normal = value.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(normal + "=" * (-len(normal) % 4))
+    except ValueError:
+        return value.encode("utf-8", "surrogatepass")
 
 
 LITELLM_PLACEHOLDER_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
