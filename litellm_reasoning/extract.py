@@ -110,6 +110,15 @@ def split_tool_call_id(call_id: Any) -> tuple[str, str | None]:
     return clean, (signature or None) if separator else None
 
 
+def signature_bytes(value: str) -> bytes:
+    """A signature's bytes from either base64 alphabet (its text when it is not base64)."""
+    normal = value.replace("-", "+").replace("_", "/")
+    try:
+        return base64.b64decode(normal + "=" * (-len(normal) % 4))
+    except ValueError:
+        return value.encode("utf-8", "surrogatepass")
+
+
 def canonical_signature(signature: str) -> str:
     """One form for a base64 signature, whatever alphabet it came in: standard, padded.
 

@@ -101,7 +101,7 @@ def heal(
     and an error names only the first it met: keeping any would refuse the retry again).
     """
     if refusal in _SIGNED_REFUSALS:
-        evict = tuple(key for key, record in restored.items() if _opaque(record))
+        evict = tuple(key for key, record in restored.items() if signed_or_encrypted(record))
         return Healing(refusal, evict=evict) if evict else None
     if refusal is Refusal.REASONING_REQUIRED:
         # Only the policy can have left earlier turns' reasoning out; every turn's is the most
@@ -114,7 +114,8 @@ def heal(
     return None
 
 
-def _opaque(record: Reasoning) -> bool:
+def signed_or_encrypted(record: Reasoning) -> bool:
+    """Whether `record` holds what only its issuer can read (a signature, encrypted data)."""
     return any(part.signature or part.data for part in record.parts)
 
 

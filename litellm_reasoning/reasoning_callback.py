@@ -63,7 +63,7 @@ from .dialects.gemini import (
     sign_current_steps,
 )
 from .dialects.openai_responses import is_reasoning_model, with_encrypted_include
-from .extract import BLOCK_TYPES, reasoning_from_message
+from .extract import BLOCK_TYPES, reasoning_from_message, signature_bytes
 from .limits import Limited, TokenCounter, TokenMemo, apply_limits, estimate_tokens
 from .policy import TurnPolicy, provider_manages_thinking, template_keeps_thinking
 from .prefix_cache import History, PrefixCache
@@ -248,9 +248,7 @@ class ReasoningCallback(CustomLogger):
 
     def _fail(self, where: str, exc: BaseException) -> None:
         self.stats["errors"] += 1
-        now = time.monotonic()
-        if now - self._warned.get(where, -1e9) >= 60.0:
-            self._warned[where] = now
+        if self._first_this_minute(where):
             logger.warning(
                 "litellm-reasoning: %s failed (%s: %s); the request goes through unchanged "
                 "except for `turn`",
@@ -260,6 +258,14 @@ class ReasoningCallback(CustomLogger):
             )
         else:
             logger.debug("litellm-reasoning: %s failed again", where, exc_info=exc)
+
+    def _first_this_minute(self, where: str) -> bool:
+        """One warning per `where` per minute; the rest go to DEBUG."""
+        now = time.monotonic()
+        if now - self._warned.get(where, -1e9) < 60.0:
+            return False
+        self._warned[where] = now
+        return True
 
     # ------------------------------------------------------------------ request side
 
@@ -533,7 +539,7 @@ class ReasoningCallback(CustomLogger):
         )
         self._finish(rendered, request.target)
         try:
-            self._decide(request, summarize(rendered, request.target, limited), state)
+            self._decide(request.kwargs, summarize(rendered, request.target, limited), state)
         except Exception as exc:  # reporting never undoes the rendering
             self._fail("reporting the request's decisions", exc)
         return rendered
@@ -551,7 +557,7 @@ class ReasoningCallback(CustomLogger):
             if record.origin is not None
             and record.origin != origin
             and record.provider == provider
-            and _opaque(record)
+            and healing.signed_or_encrypted(record)
         ]
         if not foreign:
             return stored
@@ -625,7 +631,7 @@ class ReasoningCallback(CustomLogger):
         self.stats["over_budget"] += len(limited.over_budget)
         return limited
 
-    def _decide(self, request: _Request, summary: dict[str, Any], state: CallState) -> None:
+    def _decide(self, kwargs: Mapping[str, Any], summary: dict[str, Any], state: CallState) -> None:
         """Make one request's decisions visible: Prometheus, one DEBUG line, and LiteLLM's
         logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
         metrics.record(summary)
@@ -633,7 +639,6 @@ class ReasoningCallback(CustomLogger):
         self.stats["reasoning_tokens_saved"] += summary["reasoning_tokens"]["saved"]
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
-        kwargs = request.kwargs
         params = kwargs.get("litellm_params")
         if isinstance(params, dict) and isinstance(kwargs, dict) and "additional_args" in kwargs:
             # Sync path: `kwargs` is LiteLLM's logging state itself.
@@ -1126,28 +1131,28 @@ class ReasoningCallback(CustomLogger):
     async def async_log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        state = state_in(kwargs)
-        if state is None:
-            return
-        self._pending.close(state.id)
         try:
-            if evict := self._heal(state, kwargs):
-                await self.store.adelete_many(evict[0], evict[1])
+            if evict := self._failed(kwargs):
+                await self.store.adelete_many(*evict)
         except Exception as exc:
             self._fail("evicting refused reasoning from the store", exc)
 
     def log_failure_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
     ) -> None:
-        state = state_in(kwargs)
-        if state is None:
-            return
-        self._pending.close(state.id)
         try:
-            if evict := self._heal(state, kwargs):
-                self.store.delete_many(evict[0], evict[1])
+            if evict := self._failed(kwargs):
+                self.store.delete_many(*evict)
         except Exception as exc:
             self._fail("evicting refused reasoning from the store", exc)
+
+    def _failed(self, details: Any) -> tuple[str, list[str]] | None:
+        """A failed call: nothing to wait for any more, and what its refusal evicts."""
+        state = state_in(details)
+        if state is None:
+            return None
+        self._pending.close(state.id)
+        return self._heal(state, details)
 
     def _heal_before_retry(self, state: CallState, failed: BaseException | None) -> None:
         """LiteLLM retries a call from inside its `except` block, before any failure event: the
@@ -1215,11 +1220,8 @@ class ReasoningCallback(CustomLogger):
         evicted: int,
         policy: TurnPolicy | None,
     ) -> None:
-        where = f"refusal:{target.dialect}:{refusal.value}"
-        now = time.monotonic()
-        if now - self._warned.get(where, -1e9) < 60.0:
+        if not self._first_this_minute(f"refusal:{target.dialect}:{refusal.value}"):
             return
-        self._warned[where] = now
         if policy is not None:
             logger.warning(
                 "litellm-reasoning: %s/%s refused a request for its reasoning (%s); its "
@@ -1352,7 +1354,7 @@ class ReasoningCallback(CustomLogger):
             missing = [i for i in wanted if i > start and i not in stored]
             self.stats["restored"] += len(restored)
             self.stats["missing"] += len(missing)
-            self._decide_messages(state, target, out, restored_at, missing)
+            self._decide_messages(kwargs, state, target, out, restored_at, missing)
             state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
             state.restored = restored
             self._begin(
@@ -1392,6 +1394,7 @@ class ReasoningCallback(CustomLogger):
 
     def _decide_messages(
         self,
+        kwargs: Mapping[str, Any],
         state: CallState,
         target: Target,
         messages: Sequence[Any],
@@ -1419,11 +1422,7 @@ class ReasoningCallback(CustomLogger):
             "counts": counts,
             "reasoning_tokens": {"sent": sent, "saved": 0},
         }
-        metrics.record(summary)
-        self.stats["reasoning_tokens_sent"] += sent
-        if logger.isEnabledFor(logging.DEBUG):
-            logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
-        state.summary = summary
+        self._decide(kwargs, summary, state)
 
     async def _capture_message(self, state: CallState | None, content: Any) -> None:
         """An Anthropic-format reply's content blocks, kept under the key its assistant message
@@ -1742,7 +1741,7 @@ def _placeholders_for_restored(state: CallState, body: Any) -> bool:
     if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
         return False
     ours = {
-        _signature_bytes(value)
+        signature_bytes(value)
         for record in state.restored_records().values()
         for part in record.parts
         for value in (part.signature, part.data)
@@ -1757,18 +1756,9 @@ def _placeholders_for_restored(state: CallState, body: Any) -> bool:
         for part in content.get("parts") or ()
         if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str)
     ]
-    if any(_signature_bytes(value) in ours for value in sent):
+    if any(signature_bytes(value) in ours for value in sent):
         return False
     return LITELLM_PLACEHOLDER_SIGNATURE in sent
-
-
-def _signature_bytes(value: str) -> bytes:
-    """A signature's bytes from either base64 alphabet (its text when it is not base64)."""
-    normal = value.replace("-", "+").replace("_", "/")
-    try:
-        return base64.b64decode(normal + "=" * (-len(normal) % 4))
-    except ValueError:
-        return value.encode("utf-8", "surrogatepass")
 
 
 LITELLM_PLACEHOLDER_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
@@ -1788,10 +1778,6 @@ def _messages_keeps(policy: TurnPolicy, index: int, turn_start: int, message: An
             isinstance(b, dict) and b.get("type") == "tool_use" for b in content
         )
     return False
-
-
-def _opaque(record: Reasoning) -> bool:
-    return any(part.signature or part.data for part in record.parts)
 
 
 def _readable_parts(record: Reasoning) -> Reasoning | None:

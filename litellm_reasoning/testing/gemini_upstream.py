@@ -10,13 +10,13 @@ Point LiteLLM's `api_base` for `gemini/` models at `base_url`.
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..extract import signature_bytes
 from ._server import Received, ScriptedServer
 
 _PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>\w+)")
@@ -67,15 +67,6 @@ def model_of(path: str) -> tuple[str, bool]:
     return match["model"], match["method"] == "streamGenerateContent"
 
 
-def _signature_bytes(signature: str) -> bytes:
-    """A thought signature's bytes, from either base64 alphabet."""
-    normal = signature.replace("-", "+").replace("_", "/")
-    try:
-        return base64.b64decode(normal + "=" * (-len(normal) % 4))
-    except ValueError:
-        return signature.encode()
-
-
 class GeminiUpstream(ScriptedServer[GeminiReply]):
     """The Gemini API. LiteLLM calls `<api_base>/models/<model>:<method>`."""
 
@@ -112,7 +103,7 @@ class GeminiUpstream(ScriptedServer[GeminiReply]):
         for content in contents if isinstance(contents, list) and self.revoked else []:
             for part in content.get("parts") or [] if isinstance(content, dict) else []:
                 signature = part.get("thoughtSignature") if isinstance(part, dict) else None
-                if isinstance(signature, str) and _signature_bytes(signature) in self.revoked:
+                if isinstance(signature, str) and signature_bytes(signature) in self.revoked:
                     message = "Corrupted thought signature."
                     self.refusals.append(message)
                     error = {
