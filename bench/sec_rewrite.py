@@ -23,9 +23,9 @@ from common import (
 )
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.prefix_cache import PrefixCache
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.memo.prefix_cache import PrefixCache
 from litellm_reasoning.stores import MemoryStore
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 MODEL = "deepseek/deepseek-v4-flash"
 """DeepSeek with tools: policy all_turns, dialect openai_chat_required, so every assistant

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .policy import TurnPolicy
-from .types import Reasoning, ReasoningPart
+from .core.policy import TurnPolicy
+from .core.reasoning import Reasoning, ReasoningPart
 
 if TYPE_CHECKING:
-    from .reasoning_callback import ReasoningCallback
+    from .integration.reasoning_callback import ReasoningCallback
 
 __version__ = "0.2.0"
 
@@ -27,7 +27,7 @@ _callback_instance: ReasoningCallback | None = None
 def __getattr__(name: str) -> Any:
     global _callback_instance
     if name == "ReasoningCallback":
-        from .reasoning_callback import ReasoningCallback
+        from .integration.reasoning_callback import ReasoningCallback
 
         return ReasoningCallback
     if name == "callback":

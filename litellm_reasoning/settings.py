@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .policy import TurnPolicy
+from .core.policy import TurnPolicy
 from .stores import default_store_url
 
 if TYPE_CHECKING:
-    from .reasoning_callback import ReasoningCallback
+    from .integration.reasoning_callback import ReasoningCallback
 
 ENV_PREFIX = "LITELLM_REASONING_"
 CONFIG_SECTION = "litellm_reasoning"
@@ -68,7 +68,7 @@ class Settings(BaseModel):
     @field_validator("dialects")
     @classmethod
     def _known_dialects(cls, value: dict[str, str]) -> dict[str, str]:
-        from .dialects import get_dialect
+        from .wire import get_dialect
 
         for name in value.values():
             get_dialect(name)
@@ -145,7 +145,7 @@ def _log_through_litellm(level: str) -> None:
 
 def callback_from_environment() -> ReasoningCallback:
     """The proxy's instance. A bad setting fails loudly at startup, naming it."""
-    from .reasoning_callback import ReasoningCallback
+    from .integration.reasoning_callback import ReasoningCallback
 
     try:
         settings = Settings.load(_proxy_config_section())

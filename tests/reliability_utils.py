@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.types import Reasoning
+from litellm_reasoning.core.reasoning import Reasoning
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 

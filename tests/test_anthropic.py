@@ -15,18 +15,18 @@ from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.dialects.anthropic import (
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import render
+from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.wire import get_dialect
+from litellm_reasoning.wire.anthropic.dialect import (
     bedrock_redacted_content,
     thinking_blocks,
     thinking_requested,
     tool_loop_needs_thinking,
 )
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.render import render
-from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
-from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 SIG_A = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="

@@ -32,8 +32,8 @@ from vcr.cassette import Cassette
 from vcr.request import Request
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import MemoryStore
-from litellm_reasoning.types import Reasoning
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 Json = dict[str, Any]

@@ -30,8 +30,8 @@ from cassette_utils import (
 )
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import MemoryStore
-from litellm_reasoning.types import Reasoning
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")

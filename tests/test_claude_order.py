@@ -18,8 +18,8 @@ from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.dialects.anthropic import apply_layout, layout_of_blocks
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.wire.anthropic.dialect import apply_layout, layout_of_blocks
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 THINKING = {"type": "enabled", "budget_tokens": 1024}
@@ -404,8 +404,8 @@ def test_bedrock_never_gets_a_reasoning_only_assistant_message() -> None:
     """An assistant message with neither text nor tool calls (a client that kept only an empty
     reply) never has blocks put on it for Bedrock, which refuses such a message; one with
     text gets them as before."""
-    from litellm_reasoning.dialects import get_dialect
-    from litellm_reasoning.types import Reasoning, ReasoningPart
+    from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+    from litellm_reasoning.wire import get_dialect
 
     dialect = get_dialect("anthropic_bedrock")
     record = Reasoning(parts=(ReasoningPart(text="t", signature=SIG[0]),), provider="bedrock")

@@ -10,7 +10,7 @@ from pathlib import Path
 import litellm
 import pytest
 
-from litellm_reasoning.conformance import (
+from litellm_reasoning.cli.conformance import (
     CALLS,
     CLIENTS,
     STREAMS,

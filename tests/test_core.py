@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from litellm_reasoning import identity
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.extract import reasoning_from_message
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.render import plan, render
+from litellm_reasoning.core import identity
+from litellm_reasoning.core.extract import reasoning_from_message
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import plan, render
+from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.core.turns import current_turn_start, starts_turn
 from litellm_reasoning.stores import MemoryStore, store_from_url
-from litellm_reasoning.targets import resolve_target
-from litellm_reasoning.turns import current_turn_start, starts_turn
-from litellm_reasoning.types import Reasoning, ReasoningPart
+from litellm_reasoning.wire import get_dialect
 
 SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "reasoning-cases.json"
 REPO_SEED = Path(__file__).resolve().parents[1] / "conformance" / "seed-reasoning.json"
@@ -330,7 +330,7 @@ class TestMemoryStore:
 class TestPendingCaptures:
     def test_retry_of_a_call_closes_its_first_attempt(self) -> None:
         """A Router retry re-opens the same call id; nothing waits on the first attempt after."""
-        from litellm_reasoning._pending import PendingCaptures
+        from litellm_reasoning.memo.pending import PendingCaptures
 
         pending = PendingCaptures()
         pending.open("c1", "s", "d")
@@ -342,7 +342,7 @@ class TestPendingCaptures:
         assert pending.pending("s", "d") == [] and len(pending) == 0
 
     def test_open_captures_are_bounded(self) -> None:
-        from litellm_reasoning._pending import PendingCaptures
+        from litellm_reasoning.memo.pending import PendingCaptures
 
         pending = PendingCaptures(max_open=3)
         for n in range(10):

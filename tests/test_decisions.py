@@ -25,7 +25,7 @@ from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.decisions import METADATA_KEY
+from litellm_reasoning.core.decisions import METADATA_KEY
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -224,7 +224,7 @@ async def test_prometheus_counters(upstream: Upstream, collector: Collector) -> 
 def test_no_prometheus_client_is_a_quiet_no_op(monkeypatch: pytest.MonkeyPatch) -> None:
     import builtins
 
-    from litellm_reasoning import metrics
+    from litellm_reasoning.integration import metrics
 
     real_import = builtins.__import__
 

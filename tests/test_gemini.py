@@ -23,19 +23,15 @@ from clients import dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.dialects.gemini import (
-    DUMMY_SIGNATURE,
-    requires_signed_calls,
-    sign_current_steps,
-)
-from litellm_reasoning.extract import canonical_signature, reasoning_from_message
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.render import render
-from litellm_reasoning.targets import resolve_target
+from litellm_reasoning.core.extract import canonical_signature, reasoning_from_message
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import render
+from litellm_reasoning.core.targets import resolve_target
 from litellm_reasoning.testing.gemini_upstream import GeminiReply, GeminiUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
+from litellm_reasoning.wire import get_dialect
+from litellm_reasoning.wire.gemini import DUMMY_SIGNATURE, requires_signed_calls, sign_current_steps
 
 # A function-call signature as Gemini sent it (standard alphabet, `+` and `/`), from the
 # pydantic-ai recording test_google_streaming_tool_call_thought_signature.yaml (its first 80 chars).

@@ -5,10 +5,10 @@ tests/test_rolling_upgrade.py runs the previous release's code against this one)
 
 from __future__ import annotations
 
-from litellm_reasoning import identity
+from litellm_reasoning.core import identity
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import _codec
 from litellm_reasoning.stores._base import scope_id
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 MESSAGES = [
     {"role": "system", "content": "sys"},

@@ -23,17 +23,15 @@ from clients import READ_FILE, THINKING, complete, dropping_client
 from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
 
-from litellm_reasoning import ReasoningCallback, healing
-from litellm_reasoning.healing import Refusal
-from litellm_reasoning.policy import TurnPolicy
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core import healing
+from litellm_reasoning.core.healing import Refusal
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.gemini_upstream import GeminiReply, GeminiUpstream
-from litellm_reasoning.testing.refusals import (
-    deepseek_reasoning_required,
-    openai_encrypted_content,
-)
+from litellm_reasoning.testing.refusals import deepseek_reasoning_required, openai_encrypted_content
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 TOOL = READ_FILE

@@ -23,21 +23,21 @@ from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.limits import apply_limits, estimate_tokens
-from litellm_reasoning.model_table import load_rules
-from litellm_reasoning.policy import (
+from litellm_reasoning.core.limits import apply_limits, estimate_tokens
+from litellm_reasoning.core.model_table import load_rules
+from litellm_reasoning.core.policy import (
     TurnPolicy,
     leading_run_violations,
     over_budget,
     provider_manages_thinking,
 )
-from litellm_reasoning.render import render
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import render
+from litellm_reasoning.core.targets import PROVIDER_RULES, resolve_target
 from litellm_reasoning.settings import Settings
-from litellm_reasoning.targets import PROVIDER_RULES, resolve_target
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.upstream import Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
+from litellm_reasoning.wire import get_dialect
 
 # ------------------------------------------------------------------ the table, row by row
 
@@ -357,7 +357,7 @@ def test_bound_claude_only_ever_loses_a_leading_run() -> None:
 
 
 def _owns(history: list[dict[str, Any]]) -> dict[int, Reasoning]:
-    from litellm_reasoning.render import own_reasonings
+    from litellm_reasoning.core.render import own_reasonings
 
     return {i: r for i, r in enumerate(own_reasonings(history)) if r is not None}
 

@@ -23,13 +23,14 @@ from conftest import register
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from litellm_reasoning import ReasoningCallback, identity
-from litellm_reasoning.dialects import dialect_names, get_dialect
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.prefix_cache import History, PrefixCache
-from litellm_reasoning.render import Rendered, assistant_indices, own_reasonings, render
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core import identity
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import Rendered, assistant_indices, own_reasonings, render
+from litellm_reasoning.memo.prefix_cache import History, PrefixCache
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
+from litellm_reasoning.wire import dialect_names, get_dialect
 
 SCOPE = "ns=test"
 

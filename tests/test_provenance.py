@@ -16,11 +16,12 @@ import yaml
 from clients import READ_FILE, THINKING, dropping_client
 from conftest import register
 
-from litellm_reasoning import ReasoningCallback, identity
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core import identity
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.refusals import openai_encrypted_content
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 TOOL = READ_FILE
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 import yaml
 
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.extract import reasoning_from_message
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.render import render
-from litellm_reasoning.stream_assembly import DetailsAssembly, StreamedDetails
-from litellm_reasoning.targets import resolve_target
-from litellm_reasoning.types import Reasoning, ReasoningPart
+from litellm_reasoning.core.extract import reasoning_from_message
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import render
+from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.wire import get_dialect
+from litellm_reasoning.wire.openrouter.stream import DetailsAssembly, StreamedDetails
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 

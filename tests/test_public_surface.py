@@ -173,7 +173,7 @@ def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) ->
         archive.extractall(unpacked)
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
-        "from litellm_reasoning.conformance import default_paths, load_cases\n"
+        "from litellm_reasoning.cli.conformance import default_paths, load_cases\n"
         "(path,) = default_paths(); assert path.startswith(sys.argv[1]), path\n"
         "print(len(load_cases([path])))"
     )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from litellm_reasoning.targets import providers_markdown
+from litellm_reasoning.core.targets import providers_markdown
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
 def test_providers_table_matches_the_code() -> None:
-    """Regenerate the table with `litellm_reasoning.targets.providers_markdown()`."""
+    """Regenerate the table with `litellm_reasoning.core.targets.providers_markdown()`."""
     text = README.read_text(encoding="utf-8")
     start = text.index("<!-- providers:start -->\n") + len("<!-- providers:start -->\n")
     end = text.index("<!-- providers:end -->")
@@ -39,7 +39,7 @@ def test_the_docker_example_installs_this_package_into_litellms_image() -> None:
 
 
 def test_the_example_config_lists_every_dialect() -> None:
-    from litellm_reasoning.dialects import dialect_names
+    from litellm_reasoning.wire import dialect_names
 
     root = Path(__file__).resolve().parent.parent
     text = " ".join((root / "examples/proxy/config.yaml").read_text().replace("#", " ").split())

@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import redis
 
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import litellm_redis_url, open_backend, store_from_url
 from litellm_reasoning.stores.redis import RedisStore
-from litellm_reasoning.types import Reasoning
 
 if TYPE_CHECKING:
     from store_fixtures import OwnCluster, OwnSentinel

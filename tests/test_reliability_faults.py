@@ -21,9 +21,9 @@ import pytest
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import MemoryStore, ResilientStore
 from litellm_reasoning.testing.upstream import Reply, Upstream, sse_from_message
-from litellm_reasoning.types import Reasoning
 
 PLAN = "First read a.py, then fix the bug."
 

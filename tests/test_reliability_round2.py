@@ -20,11 +20,11 @@ from litellm.types.utils import Message
 from reliability_utils import openrouter_stream
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import store_from_url
 from litellm_reasoning.stores.redis import RedisStore
 from litellm_reasoning.stores.resilient import ResilientStore
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 
 def _call(call_id: str, name: str = "f") -> dict[str, Any]:

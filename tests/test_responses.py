@@ -14,21 +14,24 @@ import pytest
 import yaml
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.dialects import get_dialect
-from litellm_reasoning.dialects.openai_responses import is_reasoning_model, with_encrypted_include
-from litellm_reasoning.policy import TurnPolicy
-from litellm_reasoning.render import render
-from litellm_reasoning.responses_input import (
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import render
+from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.wire import get_dialect
+from litellm_reasoning.wire.openai_responses.dialect import (
+    is_reasoning_model,
+    with_encrypted_include,
+)
+from litellm_reasoning.wire.openai_responses.input_items import (
     Conversation,
     records,
     render_input,
     turn_start,
     wanted,
 )
-from litellm_reasoning.targets import resolve_target
-from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
-from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 REALDATA = Path("/work/shared/realdata/pydantic-ai/test_openai_responses")
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"

@@ -18,9 +18,9 @@ import pytest
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import MemoryStore
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 REASONING_KEYS = {"reasoning_content", "reasoning", "thinking_blocks", "provider_specific_fields"}

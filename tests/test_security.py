@@ -21,10 +21,10 @@ import redis
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import MemoryStore, ReasoningStore, store_from_url
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 pytest_plugins = ["store_fixtures"]
 

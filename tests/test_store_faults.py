@@ -285,8 +285,8 @@ async def test_sqlite_read_only_filesystem(
     def remount(mode: str) -> Callable[[], None]:
         return lambda: subprocess.run(["mount", "-o", f"remount,{mode}", str(small_fs)], check=True)
 
+    from litellm_reasoning.core.reasoning import Reasoning
     from litellm_reasoning.stores import open_backend
-    from litellm_reasoning.types import Reasoning
 
     url = f"sqlite:///{small_fs / 'store.db'}?retry={RETRY}"
     with open_backend(url) as backend:  # an existing store file

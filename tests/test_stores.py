@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from litellm_reasoning import cli
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import (
     SUPPORTED,
     MemoryStore,
@@ -36,7 +37,6 @@ from litellm_reasoning.stores import (
 )
 from litellm_reasoning.stores.redis import RedisStore
 from litellm_reasoning.stores.sqlite import STORE_SCHEMA, SqliteStore
-from litellm_reasoning.types import Reasoning, ReasoningPart
 
 pytest_plugins = ["store_fixtures"]
 
@@ -450,7 +450,7 @@ def test_sqlite_workers_share_one_file(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'shared.db'}"
     script = (
         "import sys\nfrom litellm_reasoning.stores import open_backend\n"
-        "from litellm_reasoning.types import Reasoning\n"
+        "from litellm_reasoning.core.reasoning import Reasoning\n"
         "s = open_backend(sys.argv[1] + '?timeout=10')\nw = sys.argv[2]\n"
         "for i in range(40):\n"
         "    s.put_many('t', {f'{w}-{i}': Reasoning.from_text(w * 100), 'shared': "
@@ -626,7 +626,7 @@ def test_store_cli_guards_and_json(
 
 
 def test_store_cli_never_prints_a_password(capsys: pytest.CaptureFixture[str]) -> None:
-    from litellm_reasoning.store_cli import _shown
+    from litellm_reasoning.cli.store import _shown
 
     assert _shown("redis://:s3cret@127.0.0.1:6379/0") == "redis://:***@127.0.0.1:6379/0"
     assert _shown("rediss://user:pw@h:1/0?prefix=x") == "rediss://user:***@h:1/0?prefix=x"

@@ -17,7 +17,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 
 DEFAULT_TTL_SECONDS = 24 * 3600
 """Long enough for a working day's agent session, short enough that nothing lingers."""

@@ -12,7 +12,7 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 from ._base import record_size
 
 logger = logging.getLogger("litellm_reasoning")

@@ -8,7 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,

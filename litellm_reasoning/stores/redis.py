@@ -36,7 +36,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,

@@ -27,7 +27,7 @@ import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 from ._base import ReasoningStore, StoredRecord, TenantStats
 from .memory import MemoryStore
 

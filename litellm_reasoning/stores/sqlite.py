@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from ..types import Reasoning
+from ..core.reasoning import Reasoning
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,

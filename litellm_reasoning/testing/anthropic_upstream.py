@@ -14,7 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..extract import BLOCK_TYPES
+from ..core.extract import BLOCK_TYPES
 from ._server import ScriptedServer
 
 

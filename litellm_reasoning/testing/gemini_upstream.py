@@ -16,7 +16,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..extract import signature_bytes
+from ..core.extract import signature_bytes
 from ._server import Received, ScriptedServer
 
 _PATH = re.compile(r"/models/(?P<model>[^/:]+):(?P<method>\w+)")

@@ -1,0 +1,358 @@
+"""Run conformance cases through real LiteLLM and compare what reached the wire.
+
+A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
+
+* `messages`: the history. `reasoning` on an assistant message is its reasoning (absent: it came
+  with none); `turn` on a user message is the client's flag; `tool_calls` / `tool_call_id` as usual.
+* `expect`: the messages as the target must receive them. Every key an expected message names
+  must match; a reasoning key (or `turn`) it does not name must be absent on the wire.
+* optional `model` (a LiteLLM model, default `openai/conformance-model`; its api_base is always
+  the local server), `dialects` / `policies` / `max_reasoning_tokens` (callback settings),
+  `tools` (sent with the request),
+  `params` (more LiteLLM keyword arguments, e.g. `thinking`, `max_tokens`), `clients` (`keeps`,
+  `drops`; default both).
+* optional `wire: "anthropic"`: the target is Claude behind a local Anthropic Messages server
+  (`POST /v1/messages`, JSON and SSE). `reasoning` is then the reply's Anthropic thinking
+  blocks (signed `thinking`, `redacted_thinking`), which a `keeps` client sends back as
+  `thinking_blocks` and the server answers with in `drops` mode; `expect` is the `messages` of
+  the Anthropic request body (`role`, `content` blocks). An assistant message's optional
+  `blocks` is the reply's whole content in its order (interleaved thinking); its `reasoning`,
+  `content` and `tool_calls` are then what LiteLLM makes of it. The server validates as Claude
+  does (`AnthropicUpstream(strict=True)`).
+
+Every case runs for each call shape (acompletion, completion, Router async and sync), streamed and
+not, and for each client: `keeps` sends the reasoning back itself as `reasoning_content`; `drops`
+plays the conversation step by step against the local server, keeping only role, content and
+tool calls of each reply, so every reasoning on the wire was restored by the callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import json
+import os
+import sys
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..core.turns import TURN_KEY
+from ..testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from ..testing.upstream import Reply, Upstream
+from ..wire import REASONING_KEYS
+
+CALLS = ("acompletion", "completion", "router.acompletion", "router.completion")
+STREAMS = (False, True)
+CLIENTS = ("keeps", "drops")
+DEFAULT_MODEL = "openai/conformance-model"
+_CHECKED_KEYS = REASONING_KEYS | {TURN_KEY}
+
+
+@dataclass(frozen=True)
+class Case:
+    source: str
+    index: int
+    about: str
+    raw: dict[str, Any]
+
+    @property
+    def name(self) -> str:
+        return f"{Path(self.source).stem}#{self.index + 1}"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    case: Case
+    call: str
+    stream: bool
+    client: str
+    ok: bool
+    detail: str = ""
+
+
+def load_cases(paths: Iterable[str | Path]) -> list[Case]:
+    """Every case in the JSON files at `paths` (directories are searched recursively)."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        files += sorted(path.rglob("*.json")) if path.is_dir() else [path]
+    cases: list[Case] = []
+    for file in files:
+        document = json.loads(file.read_text(encoding="utf-8"))
+        for index, raw in enumerate(document.get("cases", [])):
+            cases.append(Case(str(file), index, str(raw.get("about", "")), raw))
+    return cases
+
+
+def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
+    """The message as the client sends it: `reasoning` kept as `reasoning_content`, or dropped."""
+    out = {k: v for k, v in message.items() if k not in ("reasoning", "blocks")}
+    if keeps and message.get("role") == "assistant" and message.get("reasoning"):
+        reasoning = message["reasoning"]
+        out["thinking_blocks" if isinstance(reasoning, list) else "reasoning_content"] = reasoning
+    return out
+
+
+def _anthropic_reply_for(message: dict[str, Any]) -> AnthropicReply:
+    """The Anthropic reply that produces `message`: its `blocks` as given (the reply's whole
+    content in its order, for interleaved thinking), else its thinking blocks, text and tool
+    uses."""
+    if isinstance(message.get("blocks"), list):
+        return AnthropicReply(list(message["blocks"]))
+    blocks: list[dict[str, Any]] = list(message.get("reasoning") or [])
+    if message.get("content"):
+        blocks.append({"type": "text", "text": message["content"]})
+    for call in message.get("tool_calls") or ():
+        function = call["function"]
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call["id"],
+                "name": function["name"],
+                "input": json.loads(function.get("arguments") or "{}"),
+            }
+        )
+    return AnthropicReply(blocks)
+
+
+_ANTHROPIC: AnthropicUpstream | None = None
+
+
+def _anthropic_upstream() -> AnthropicUpstream:
+    """One local Anthropic server per process, started on first use."""
+    global _ANTHROPIC
+    if _ANTHROPIC is None:
+        _ANTHROPIC = AnthropicUpstream(strict=True).start()
+    return _ANTHROPIC
+
+
+def _reply_for(message: dict[str, Any]) -> Reply:
+    content = message.get("content") or ""
+    if isinstance(content, list):  # servers answer with a string; the client may send parts back
+        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
+    reply: dict[str, Any] = {"role": "assistant", "content": content}
+    if message.get("reasoning"):
+        reply["reasoning_content"] = message["reasoning"]
+    if message.get("tool_calls"):
+        reply["tool_calls"] = message["tool_calls"]
+    return Reply(message=reply)
+
+
+def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
+    """'' when `wire` matches `expect`, else the first difference in words."""
+    if len(wire) != len(expect):
+        return f"{len(wire)} messages on the wire, {len(expect)} expected"
+    for index, (got, want) in enumerate(zip(wire, expect, strict=True)):
+        if not isinstance(got, dict):
+            return f"message {index}: not an object on the wire"
+        for key, value in want.items():
+            if got.get(key) != value:
+                return f"message {index}: {key}={got.get(key)!r}, expected {value!r}"
+        extra = sorted(k for k in got if k in _CHECKED_KEYS and k not in want)
+        if extra:
+            return f"message {index}: unexpected {', '.join(extra)} on the wire"
+    return ""
+
+
+def _sync_call(target: Any, params: dict[str, Any], stream: bool) -> None:
+    response = target.completion(**params)
+    if stream:
+        for _ in response:
+            pass
+    del response
+    # LiteLLM stops reading a sync stream at its last event and leaves the HTTP line generator
+    # suspended; if the cyclic GC finalises it later, inside httpcore's pool lock during the
+    # next request on the same client, that thread deadlocks on the lock it holds. Finalise
+    # it here, outside any request (unless the caller paused the GC and collects itself, as
+    # the test suite does).
+    if gc.isenabled():
+        gc.collect()
+
+
+class Runner:
+    """Runs cases against one local upstream, one callback per case run."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+
+    def _callback(self, case: Case) -> Any:
+        from ..integration.reasoning_callback import ReasoningCallback
+
+        return ReasoningCallback(
+            dialects=case.raw.get("dialects"),
+            policies=case.raw.get("policies"),
+            max_reasoning_tokens=case.raw.get("max_reasoning_tokens"),
+            # A sync stream is captured on LiteLLM's logging thread after the caller has it;
+            # on a loaded machine that can take longer than the 2 s default. A request only
+            # waits while that very capture is open, so a long bound costs nothing otherwise.
+            capture_wait_seconds=15.0,
+        )
+
+    async def _call(
+        self,
+        call: str,
+        model: str,
+        messages: list[Any],
+        stream: bool,
+        tools: Any,
+        base_url: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        import litellm
+
+        base_url = base_url or self.upstream.base_url
+        params: dict[str, Any] = {"messages": messages, "stream": stream, **(extra or {})}
+        if tools:
+            params["tools"] = tools
+        if call.startswith("router."):
+            router = litellm.Router(
+                model_list=[
+                    {
+                        "model_name": "conformance",
+                        "litellm_params": {
+                            "model": model,
+                            "api_base": base_url,
+                            "api_key": "conformance",
+                        },
+                    }
+                ],
+                num_retries=0,
+            )
+            target: Any = router
+            params["model"] = "conformance"
+        else:
+            target = litellm
+            params.update(model=model, api_base=base_url, api_key="conformance")
+        if call.endswith("acompletion"):
+            response = await target.acompletion(**params)
+            if stream:
+                async for _ in response:
+                    pass
+        else:
+            await asyncio.to_thread(_sync_call, target, params, stream)
+
+    async def run_one(self, case: Case, call: str, stream: bool, client: str) -> Outcome:
+        import litellm
+
+        model = str(case.raw.get("model") or DEFAULT_MODEL)
+        wire_model = model.split("/", 1)[1] if "/" in model else model
+        tools = case.raw.get("tools")
+        extra = case.raw.get("params")
+        messages: list[dict[str, Any]] = case.raw["messages"]
+        anthropic = case.raw.get("wire") == "anthropic"
+        server: Upstream | AnthropicUpstream = _anthropic_upstream() if anthropic else self.upstream
+        base_url = server.base_url
+        previous = litellm.callbacks
+        # A fresh callback per run; LiteLLM's internal event lists would keep the old ones.
+        litellm.logging_callback_manager._reset_all_callbacks()
+        litellm.callbacks = [self._callback(case)]
+        try:
+            history: list[dict[str, Any]] = []
+            for message in messages:
+                if client == "drops" and message.get("role") == "assistant":
+                    if isinstance(server, AnthropicUpstream):
+                        server.script(wire_model, _anthropic_reply_for(message))
+                    else:
+                        server.script(wire_model, _reply_for(message))
+                    await self._call(call, model, list(history), stream, tools, base_url, extra)
+                history.append(_client_message(message, keeps=client == "keeps"))
+            if isinstance(server, AnthropicUpstream):
+                server.always(wire_model, AnthropicReply([{"type": "text", "text": "ok"}]))
+            else:
+                server.always(wire_model, Reply(message={"content": "ok"}))
+            before = len(server.bodies(wire_model))
+            await self._call(call, model, history, stream, tools, base_url, extra)
+            bodies = server.bodies(wire_model)
+            if len(bodies) <= before:
+                return Outcome(case, call, stream, client, False, "no request reached the server")
+            detail = compare(bodies[-1].get("messages", []), case.raw["expect"])
+            return Outcome(case, call, stream, client, not detail, detail)
+        except Exception as exc:
+            return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
+        finally:
+            litellm.callbacks = previous
+
+    async def run(
+        self, cases: list[Case], progress: Callable[[int, int], None] | None = None
+    ) -> list[Outcome]:
+        outcomes: list[Outcome] = []
+        for finished, case in enumerate(cases, 1):
+            clients = case.raw.get("clients") or CLIENTS
+            for call in CALLS:
+                for stream in STREAMS:
+                    for client in clients:
+                        outcomes.append(await self.run_one(case, call, stream, client))
+            if progress is not None:
+                progress(finished, len(cases))
+        return outcomes
+
+
+PACKAGED_CASES = Path(__file__).resolve().parent.parent / "data" / "conformance"
+"""The cases shipped in the wheel (`conformance/` in a checkout is the same directory)."""
+
+
+def run_cases(
+    cases: list[Case], jobs: int = 1, progress: Callable[[int, int], None] | None = None
+) -> list[Outcome]:
+    """Start a local upstream and run every case in every mode, in `jobs` processes (each with
+    its own LiteLLM, callback and upstream: LiteLLM's callback list is process-global).
+    `progress(done, total)` is called as cases finish."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    if jobs > 1 and len(cases) > 1:
+        from concurrent.futures import ProcessPoolExecutor, as_completed
+
+        done: list[Outcome] = []
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run_cases, [case]) for case in cases]
+            for finished, future in enumerate(as_completed(futures), 1):
+                done += future.result()
+                if progress is not None:
+                    progress(finished, len(cases))
+        return [o for case in cases for o in done if o.case.name == case.name]
+    with Upstream() as upstream:
+        return asyncio.run(Runner(upstream).run(cases, progress))
+
+
+def _report_progress(done: int, total: int) -> None:
+    """A line that rewrites itself on a terminal, plain lines otherwise (logs, CI)."""
+    if sys.stderr.isatty():
+        width = 30
+        bar = "#" * (width * done // total)
+        end = "\n" if done == total else ""
+        print(f"\r[{bar:<{width}}] {done}/{total} cases", end=end, file=sys.stderr, flush=True)
+    else:
+        print(f"conformance: {done}/{total} cases done", file=sys.stderr, flush=True)
+
+
+def table(outcomes: list[Outcome]) -> Iterator[str]:
+    """Rows for a terminal, then the `N passed, N failed` line."""
+    width = max([len(o.case.name) for o in outcomes] + [4])
+    yield f"{'case':<{width}}  {'call':<18}  {'stream':<6}  {'client':<6}  result"
+    for o in outcomes:
+        result = "pass" if o.ok else f"FAIL  {o.detail}"
+        stream = "yes" if o.stream else "no"
+        yield f"{o.case.name:<{width}}  {o.call:<18}  {stream:<6}  {o.client:<6}  {result}"
+    passed = sum(o.ok for o in outcomes)
+    yield f"{passed} passed, {len(outcomes) - passed} failed"
+
+
+def default_paths() -> list[str]:
+    """`./conformance` in a checkout, else the cases in the installed package."""
+    return ["conformance"] if Path("conformance").is_dir() else [str(PACKAGED_CASES)]
+
+
+def main(paths: list[str], jobs: int | None = None) -> int:
+    paths = paths or default_paths()
+    missing = [p for p in paths if not Path(p).exists()]
+    if missing:
+        print("no such case file or directory: " + ", ".join(missing), file=sys.stderr)
+        return 2
+    cases = load_cases(paths)
+    if not cases:
+        print("no conformance cases found in " + ", ".join(paths), file=sys.stderr)
+        return 2
+    outcomes = run_cases(cases, jobs or min(4, os.cpu_count() or 1), _report_progress)
+    for line in table(outcomes):
+        print(line)
+    return 0 if all(o.ok for o in outcomes) else 1

@@ -1,0 +1,125 @@
+"""What the core asks of a dialect (how one family of targets wants reasoning on the messages it
+is sent), the names of the dialects the wire layer has, and the removal of every reasoning field.
+
+The dialects themselves live in `litellm_reasoning.wire`, one module per provider family; the
+core only ever sees them through this protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar, Protocol
+
+from .extract import BLOCK_TYPES
+from .reasoning import Reasoning
+
+REASONING_KEYS = frozenset(
+    {
+        "reasoning_content",
+        "reasoning",
+        "thinking",
+        "thinking_blocks",
+        "reasoning_items",
+        "reasoning_details",
+        # LiteLLM-internal response carrier (thinking blocks, thought signatures, reasoning
+        # details); LiteLLM forwards it verbatim to OpenAI-compatible servers, which reject it.
+        "provider_specific_fields",
+    }
+)
+"""Message keys that hold reasoning in some provider's or LiteLLM's format."""
+
+
+DIALECT_NAMES = frozenset(
+    {
+        "openai_chat",
+        "openai_chat_required",
+        "openai_chat_reasoning",
+        "no_reasoning",
+        "passthrough",
+        "anthropic",
+        "anthropic_bedrock",
+        "anthropic_vertex",
+        "gemini",
+        "gemini_vertex",
+        "openai_responses",
+        "ollama_chat",
+        "mistral",
+        "openrouter",
+        "openrouter_anthropic",
+        "openrouter_openai",
+        "openrouter_google",
+    }
+)
+"""Every dialect the wire layer registers (`wire.get_dialect` checks the two agree)."""
+
+
+def check_dialect_name(name: str) -> str:
+    """`name` when a dialect has it; a clear error listing the known ones otherwise."""
+    if name not in DIALECT_NAMES:
+        raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(DIALECT_NAMES))}")
+    return name
+
+
+class Dialect(Protocol):
+    """How one family of targets wants an assistant message's reasoning: everything the core
+    and the LiteLLM layer ask of a provider, with no `getattr` or `isinstance` on the way."""
+
+    name: ClassVar[str]
+    platform: ClassVar[str]
+    """The platform a signature must come from (`anthropic`, `bedrock`, `gemini`, ...)."""
+    passthrough: ClassVar[bool]
+    """True when the dialect leaves assistant messages exactly as the client sent them."""
+    accepts_reasoning: ClassVar[bool]
+    """False when the target takes no reasoning at all (every policy then sends none)."""
+    prefers_opaque: ClassVar[bool]
+    """True when a stored signed/encrypted record beats plain text the client kept."""
+    patches_body: ClassVar[bool]
+    """True when LiteLLM's translation loses what `render` put on a message, so the provider
+    body is patched with `patch_wire` after it (every call path)."""
+    patches_wire: ClassVar[bool]
+    """True when the sync path patches the body's assistant messages with `patch_wire`."""
+    keeps_block_order: ClassVar[bool]
+    """True when a reply's reasoning blocks must go back where they stood among its content."""
+
+    def accepts(self, reasoning: Reasoning) -> bool:
+        """Whether this target can take `reasoning` back (signed by another issuer: no)."""
+        ...
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        """`message` for the wire: its reasoning replaced by `reasoning` (None: carries none)."""
+        ...
+
+    def validity_start(self, messages: Sequence[Any]) -> int | None:
+        """The provider's own validity rule: the index of an earlier assistant message that
+        must keep its reasoning whatever the turn rule says (Claude's open tool loop); None
+        when the rule adds nothing. It only ever adds to the current turn."""
+        ...
+
+    def patch_wire(self, sent: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+        """`sent` (LiteLLM's translated assistant message) carrying `want`'s reasoning."""
+        ...
+
+
+def strip_reasoning(message: dict[str, Any]) -> dict[str, Any]:
+    """A copy of `message` without any reasoning field, inline thinking block or tool-call extra."""
+    out = {key: value for key, value in message.items() if key not in REASONING_KEYS}
+    calls = out.get("tool_calls")
+    if isinstance(calls, list) and any(
+        isinstance(call, dict) and "provider_specific_fields" in call for call in calls
+    ):
+        out["tool_calls"] = [
+            {k: v for k, v in call.items() if k != "provider_specific_fields"}
+            if isinstance(call, dict)
+            else call
+            for call in calls
+        ]
+    content = out.get("content")
+    if isinstance(content, list) and any(
+        isinstance(part, dict) and part.get("type") in BLOCK_TYPES for part in content
+    ):
+        kept = [
+            part
+            for part in content
+            if not (isinstance(part, dict) and part.get("type") in BLOCK_TYPES)
+        ]
+        out["content"] = kept or (None if out.get("tool_calls") else "")
+    return out

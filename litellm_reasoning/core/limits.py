@@ -1,0 +1,166 @@
+"""After the policy: the provider's strip rule and the reasoning budget, applied to a rendered
+request. Pure (no LiteLLM, no I/O); never mutates its inputs' dicts.
+
+Both only ever leave reasoning *out* of earlier turns, oldest first, so the current turn's tool
+loop (which Claude, DeepSeek, Kimi and Gemini require) is never touched.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from .dialect import Dialect
+from .policy import StripRule, TurnPolicy, leading_run_violations, over_budget
+from .reasoning import Reasoning
+from .render import Rendered
+from .turns import TURN_KEY
+
+TokenCounter = Callable[[Reasoning], int]
+
+
+def estimate_tokens(reasoning: Reasoning) -> int:
+    """Rough reasoning tokens: characters / 4 over the readable text and the opaque payloads
+    (signature, redacted or encrypted data). An opaque payload stands for the full reasoning
+    the provider bills (Claude returns a summary and encrypts the full thinking in the
+    signature), so it is counted too. No tokenizer: the pure core imports none, and the budget
+    needs an order of magnitude, not the provider's exact count."""
+    chars = 0
+    for part in reasoning.parts:
+        chars += len(part.text) + len(part.signature or "") + len(part.data or "")
+    return math.ceil(chars / 4)
+
+
+class TokenCounts(Protocol):
+    """The estimated reasoning tokens of a rendered request's messages, by index."""
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        """One count per index (0: no reasoning)."""
+        ...
+
+    def total(self, indices: Sequence[int]) -> int:
+        """`sum(self.counts(indices))`."""
+        ...
+
+
+class CountedMapping:
+    """`TokenCounts` of `{index: reasoning}`, counted when asked."""
+
+    def __init__(self, reasoning_of: Mapping[int, Reasoning], count: TokenCounter) -> None:
+        self.reasoning_of = reasoning_of
+        self.count = count
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        get, count = self.reasoning_of.get, self.count
+        return [count(r) if (r := get(i)) is not None else 0 for i in indices]
+
+    def total(self, indices: Sequence[int]) -> int:
+        return sum(self.counts(indices))
+
+
+@dataclass(slots=True)
+class Limited:
+    """What the strip rule and the budget left out, on top of the policy."""
+
+    over_budget: list[int] = field(default_factory=list)
+    """Indices whose reasoning the budget left out (oldest first)."""
+    leading_run: list[int] = field(default_factory=list)
+    """Indices left out so that the removed blocks stay one leading run (bound providers)."""
+    tokens: dict[int, int] = field(default_factory=dict)
+    """Estimated reasoning tokens per kept index, when a budget needed them (else empty)."""
+    sent: int = 0
+    """Estimated reasoning tokens sent (the kept indices, after the limits)."""
+    saved: int = 0
+    """Estimated reasoning tokens left out: stripped (policy, strip rule) and over budget."""
+
+
+def apply_limits(
+    rendered: Rendered,
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    reasoning_of: Mapping[int, Reasoning] | None = None,
+    *,
+    strip: StripRule = "any",
+    max_tokens: int | None = None,
+    count: TokenCounter = estimate_tokens,
+    counted: TokenCounts | None = None,
+    assistant: Sequence[int] | None = None,
+) -> Limited:
+    """Leave out what the budget and the strip rule require; update `rendered` in place.
+
+    `leading_run`: whatever is left out must be the oldest blocks. A message the policy does
+    not keep counts as left out (whether or not the client still had its block), so every kept
+    message before it is left out too.
+
+    `reasoning_of` holds the reasoning of every kept and stripped index (what was sent, what
+    the policy removed), counted with `count`; or `counted` counts them (see `TokenMemo`).
+    Only what the budget and the summary's sums need is counted. `assistant`:
+    `render.assistant_indices(messages)` when the caller has it. Indices moved out of `kept` go
+    to `rendered.stripped` (strip rule) or `Limited.over_budget` (budget).
+    """
+    if counted is None:
+        counted = CountedMapping(reasoning_of or {}, count)
+    limited = Limited()
+    if not dialect.passthrough:
+        _limit(rendered, messages, dialect, policy, limited, counted, strip, max_tokens, assistant)
+    limited.sent = counted.total(rendered.kept)
+    limited.saved = counted.total(rendered.stripped) + counted.total(limited.over_budget)
+    return limited
+
+
+def _limit(
+    rendered: Rendered,
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    limited: Limited,
+    counted: TokenCounts,
+    strip: StripRule,
+    max_tokens: int | None,
+    assistant: Sequence[int] | None,
+) -> None:
+    if max_tokens is not None:
+        limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
+        droppable = (
+            set()
+            if policy.earlier_turns_required
+            else {i for i in rendered.kept if i <= rendered.turn_start}
+        )
+        limited.over_budget = over_budget(rendered.kept, limited.tokens, max_tokens, droppable)
+        _leave_out(rendered, messages, dialect, limited.over_budget)
+    if strip == "leading_run":
+        # Every message the policy does not keep may have had a block (a client that dropped
+        # it sends nothing to tell): it counts as left out, as do what was stripped or cut.
+        if assistant is None:
+            assistant = [
+                index
+                for index, message in enumerate(messages)
+                if isinstance(message, dict) and message.get("role") == "assistant"
+            ]
+        turn_start = rendered.turn_start
+        skipped = [
+            index for index in assistant if not policy.keeps(index, messages[index], turn_start)
+        ]
+        left_out = [*skipped, *rendered.stripped, *limited.over_budget]
+        limited.leading_run = leading_run_violations(rendered.kept, left_out)
+        _leave_out(rendered, messages, dialect, limited.leading_run)
+        rendered.stripped.extend(limited.leading_run)
+        rendered.stripped.sort()
+
+
+def _leave_out(
+    rendered: Rendered, messages: Sequence[Any], dialect: Dialect, indices: Sequence[int]
+) -> None:
+    """Render `indices` with no reasoning and take them out of `kept` / `restored`."""
+    if not indices:
+        return
+    gone = set(indices)
+    for index in indices:
+        message = messages[index]
+        base = {k: v for k, v in message.items() if k != TURN_KEY}
+        rendered.messages[index] = dialect.render(base, None)
+    rendered.kept[:] = [i for i in rendered.kept if i not in gone]
+    rendered.restored[:] = [i for i in rendered.restored if i not in gone]

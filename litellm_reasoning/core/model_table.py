@@ -1,0 +1,110 @@
+"""The shipped model table (`data/model_table.json`): which dialect and policy each model gets.
+
+The table is data so that a provider changing its rules is a one-row change with its source next
+to it. Loaded and validated once, at import; a bad row is a packaging bug and fails loudly.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .dialect import check_dialect_name
+from .policy import STRIP_RULES, StripRule, TurnPolicy
+
+TABLE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderRule:
+    """One row: a LiteLLM provider (and optionally a model pattern) and what it gets."""
+
+    provider: str
+    dialect: str
+    policy: TurnPolicy
+    why: str
+    source: str = ""
+    """Where the rule comes from (provider docs, an issue showing the error)."""
+    models: str | None = None
+    """A regular expression the model must contain for the row to apply."""
+    policy_with_tools: TurnPolicy | None = None
+    """A different policy when the request carries `tools`."""
+    dialect_with_tools: str | None = None
+    """A different dialect when the request carries `tools`."""
+    policy_with_preserved_thinking: TurnPolicy | None = None
+    """A different policy when the request has the provider decide which earlier thinking it
+    keeps (Z.ai `thinking: {"clear_thinking": false}`, Claude context editing
+    `clear_thinking_20251015`; `policy.provider_manages_thinking`)."""
+    strip: StripRule = "any"
+    """Which reasoning may be left out of a request: `any` (whatever the policy or budget
+    says), or `leading_run` (only the oldest blocks, as one leading run: the provider binds
+    each block to everything before it, so removing any other invalidates every later one)."""
+
+    def applies_to(self, provider: str, model: str) -> bool:
+        return provider == self.provider and (
+            self.models is None or re.search(self.models, model) is not None
+        )
+
+
+_ROW_KEYS = frozenset(
+    {
+        "provider",
+        "models",
+        "dialect",
+        "policy",
+        "with_tools",
+        "with_preserved_thinking",
+        "why",
+        "source",
+        "strip",
+    }
+)
+
+
+def _rule(raw: dict[str, Any]) -> ProviderRule:
+    unknown = set(raw) - _ROW_KEYS
+    if unknown:
+        raise ValueError(f"model table row {raw.get('provider')!r}: unknown keys {sorted(unknown)}")
+    strip = raw.get("strip", "any")
+    if strip not in STRIP_RULES:
+        raise ValueError(
+            f"model table row {raw.get('provider')!r}: strip {strip!r} is not one of {STRIP_RULES}"
+        )
+    with_tools = raw.get("with_tools") or {}
+    preserved = raw.get("with_preserved_thinking") or {}
+    rule = ProviderRule(
+        provider=raw["provider"],
+        dialect=raw["dialect"],
+        policy=TurnPolicy(raw["policy"]),
+        why=raw["why"],
+        source=raw.get("source", ""),
+        models=raw.get("models"),
+        policy_with_tools=TurnPolicy(with_tools["policy"]) if "policy" in with_tools else None,
+        dialect_with_tools=with_tools.get("dialect"),
+        policy_with_preserved_thinking=(
+            TurnPolicy(preserved["policy"]) if "policy" in preserved else None
+        ),
+        strip=strip,
+    )
+    for name in (rule.dialect, rule.dialect_with_tools):
+        if name is not None:
+            check_dialect_name(name)
+    if rule.models is not None:
+        re.compile(rule.models)
+    return rule
+
+
+def load_rules(text: str) -> tuple[ProviderRule, ...]:
+    """Rules from a table document (the shipped one, or a test's)."""
+    document = json.loads(text)
+    if document.get("version") != TABLE_VERSION:
+        raise ValueError(f"model table version {document.get('version')!r} is not supported")
+    return tuple(_rule(row) for row in document["rows"])
+
+
+def shipped_rules() -> tuple[ProviderRule, ...]:
+    text = resources.files("litellm_reasoning").joinpath("data/model_table.json").read_text("utf-8")
+    return load_rules(text)

@@ -1,0 +1,269 @@
+"""Render a history for one target: the turn rule, the policy and the dialect, applied once.
+
+Pure. The caller (the callback) looks up stored reasoning for the indices `plan` names and hands
+it to `render`, which never mutates its input: changed messages are new dicts, unchanged ones
+are passed through as they are.
+
+`render` can remember, per assistant message, what it decided and how the dialect changed the
+message (`recipes`), so the next request of the same conversation, whose messages compare equal
+(see `prefix_cache`), applies the same change without asking the dialect again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dialect import Dialect
+from .extract import reasoning_from_message
+from .policy import TurnPolicy
+from .reasoning import Reasoning
+from .turns import TURN_KEY, current_turn_start
+
+
+@dataclass(slots=True)
+class Rendered:
+    """The messages for the wire and what happened to each assistant message's reasoning."""
+
+    messages: list[Any]
+    turn_start: int
+    kept: list[int] = field(default_factory=list)
+    """Indices whose reasoning is sent."""
+    restored: list[int] = field(default_factory=list)
+    """Kept indices whose reasoning came from the store (the client had dropped it)."""
+    stripped: list[int] = field(default_factory=list)
+    """Indices whose client-sent reasoning was removed (earlier turn, or not accepted)."""
+    missing: list[int] = field(default_factory=list)
+    """Indices that should carry reasoning but none was sent or stored."""
+    dropped: list[int] = field(default_factory=list)
+    """Indices whose reasoning the target cannot take (another issuer's signature, or none)."""
+
+
+def _own(message: Any) -> Reasoning | None:
+    return reasoning_from_message(message) if isinstance(message, dict) else None
+
+
+def own_reasonings(messages: Sequence[Any]) -> list[Reasoning | None]:
+    """What each assistant message carries itself; read once, shared by `plan` and `render`."""
+    return [
+        _own(m) if isinstance(m, dict) and m.get("role") == "assistant" else None for m in messages
+    ]
+
+
+def assistant_indices(messages: Sequence[Any]) -> list[int]:
+    """Indices of the assistant message dicts (the only ones a dialect renders)."""
+    return [
+        i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+
+
+def _accepted(dialect: Dialect, reasoning: Reasoning) -> bool:
+    """Dialects for signed reasoning (Claude) say which records their target can take back."""
+    return dialect.accepts(reasoning)
+
+
+def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
+    """The turn rule's start, moved back where the target's own validity rule requires more
+    (Claude's open tool loop). A provider rule only ever adds to the current turn."""
+    start = current_turn_start(messages)
+    loop = dialect.validity_start(messages)
+    if loop is not None and loop <= start:
+        return loop - 1
+    return start
+
+
+def plan(
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    owns: Sequence[Reasoning | None] | Mapping[int, Reasoning | None] | None = None,
+    assistant: Sequence[int] | None = None,
+) -> list[int]:
+    """Indices of assistant messages whose reasoning should be looked up in the store.
+    `owns` is `own_reasonings(messages)` and `assistant` is `assistant_indices(messages)` when
+    the caller has them already."""
+    if not dialect.accepts_reasoning:
+        policy = TurnPolicy.NONE
+    if dialect.passthrough or policy is TurnPolicy.NONE:
+        return []
+    turn_start = effective_turn_start(messages, dialect)
+    indices = assistant_indices(messages) if assistant is None else assistant
+    if policy is not TurnPolicy.ALL_TURNS:
+        indices = [i for i in indices if policy.keeps(i, messages[i], turn_start)]
+    if owns is None:
+        owns = {i: _own(messages[i]) for i in indices}
+    if not dialect.prefers_opaque:
+        return [i for i in indices if owns[i] is None]
+    return [
+        i
+        for i in indices
+        if (own := owns[i]) is None or not any(part.is_opaque for part in own.parts)
+    ]
+
+
+_KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = range(6)
+_SAME, _MERGE, _COPY, _CALL = range(4)
+_IMMUTABLE = (str, int, float, bool, bytes, type(None))
+
+
+@dataclass(slots=True, frozen=True)
+class Recipe:
+    """What `render` did to one assistant message. It holds for an equal message rendered
+    again with the same dialect and keep decision, and the same own and stored reasoning (the
+    same objects, or equal values: the outcome only depends on them)."""
+
+    dialect: str
+    keep: bool
+    own: Reasoning | None
+    from_store: Reasoning | None
+    reasoning: Reasoning | None
+    """What was handed to the dialect."""
+    outcome: int
+    how: int
+    """`_SAME`: the message as it is; `_MERGE`: plus `extra` (immutable values); `_COPY`: plus
+    fresh copies of `extra`; `_CALL`: ask the dialect again (it changed or removed fields)."""
+    extra: dict[str, Any]
+
+
+def _copyable(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, _IMMUTABLE):
+        return True
+    if depth > 3:
+        return False
+    if type(value) is list:
+        return all(_copyable(v, depth + 1) for v in value)
+    if type(value) is dict:
+        return all(type(k) is str and _copyable(v, depth + 1) for k, v in value.items())
+    return False
+
+
+def _fresh(value: Any) -> Any:
+    """A new copy of a JSON-like `value`, so no two requests share a mutable part."""
+    if type(value) is list:
+        return [_fresh(v) for v in value]
+    if type(value) is dict:
+        return {k: _fresh(v) for k, v in value.items()}
+    return value
+
+
+def _added_fields(base: dict[str, Any], out: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """How `out` was made from `base`: `base` itself, or `base` plus fields appended after it
+    (`base`'s values untouched, in order), or something else (`_CALL`)."""
+    if len(out) < len(base):
+        return _CALL, {}
+    rest = iter(out.items())
+    for (key, value), (out_key, out_value) in zip(base.items(), rest, strict=False):
+        if key != out_key or value is not out_value:
+            return _CALL, {}
+    extra = dict(rest)
+    if not extra:
+        return _SAME, extra
+    if all(isinstance(v, _IMMUTABLE) for v in extra.values()):
+        return _MERGE, extra
+    if all(_copyable(v) for v in extra.values()):
+        # A copy: `out` goes to LiteLLM, which may change its lists.
+        return _COPY, {key: _fresh(value) for key, value in extra.items()}
+    return _CALL, {}
+
+
+def render(
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    stored: Mapping[int, Reasoning] | None = None,
+    owns: Sequence[Reasoning | None] | None = None,
+    *,
+    assistant: Sequence[int] | None = None,
+    flagged: Sequence[int] | None = None,
+    recipes: list[Recipe | None] | None = None,
+) -> Rendered:
+    """`messages` as `dialect` wants them under `policy`, with `stored` reasoning restored.
+
+    `owns` and `assistant` as for `plan`; `flagged`: the indices of the dicts carrying `turn`.
+    `recipes` (one slot per message) holds what an equal earlier message was rendered to; it is
+    read, and filled in for every rendered message.
+    """
+    stored = stored or {}
+    if not dialect.accepts_reasoning:
+        policy = TurnPolicy.NONE
+    turn_start = effective_turn_start(messages, dialect)
+    out = list(messages)
+    result = Rendered(messages=out, turn_start=turn_start)
+    if flagged is None:
+        flagged = [i for i, m in enumerate(messages) if isinstance(m, dict) and TURN_KEY in m]
+    for index in flagged:
+        out[index] = {k: v for k, v in messages[index].items() if k != TURN_KEY}
+    if dialect.passthrough:
+        return result
+    lists = (result.kept, result.restored, result.stripped, result.missing, result.dropped)
+    kept = result.kept
+    name = dialect.name
+    keep_all = policy is TurnPolicy.ALL_TURNS
+    from_stored = stored.get
+    for index in assistant_indices(messages) if assistant is None else assistant:
+        base = out[index]
+        own = owns[index] if owns is not None else _own(base)
+        keep = keep_all or policy.keeps(index, base, turn_start)
+        from_store = from_stored(index) if keep else None
+        recipe = recipes[index] if recipes is not None else None
+        if recipe is not None and (
+            recipe.keep is not keep
+            or recipe.dialect != name
+            # identity first (the memory store hands out the same records): nothing allocated
+            or not (
+                (recipe.from_store is from_store and recipe.own is own)
+                or (recipe.from_store == from_store and recipe.own == own)
+            )
+        ):
+            recipe = None
+        if recipe is None:
+            recipe, rendered = _decide(dialect, base, name, keep, own, from_store)
+            if recipes is not None:
+                recipes[index] = recipe
+            if recipe.how != _SAME:
+                out[index] = rendered
+        else:
+            how = recipe.how
+            if how == _MERGE:
+                out[index] = {**base, **recipe.extra}
+            elif how == _COPY:
+                out[index] = {**base, **_fresh(recipe.extra)}
+            elif how == _CALL:
+                out[index] = dialect.render(base, recipe.reasoning)
+        outcome = recipe.outcome
+        if outcome != _NOTHING:
+            if outcome == _RESTORED:
+                kept.append(index)
+            lists[outcome].append(index)
+    return result
+
+
+def _decide(
+    dialect: Dialect,
+    base: dict[str, Any],
+    name: str,
+    keep: bool,
+    own: Reasoning | None,
+    from_store: Reasoning | None,
+) -> tuple[Recipe, dict[str, Any]]:
+    """The turn rule, the policy and the dialect for one assistant message."""
+    reasoning: Reasoning | None = None
+    outcome = _NOTHING
+    if keep:
+        use_store = from_store is not None and (
+            own is None or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts))
+        )
+        reasoning = from_store if use_store else own
+        if reasoning is not None and not reasoning.is_empty and not _accepted(dialect, reasoning):
+            outcome = _DROPPED
+            reasoning = None
+        elif reasoning is not None and not reasoning.is_empty:
+            outcome = _RESTORED if use_store else _KEPT
+        elif reasoning is None:
+            outcome = _MISSING
+    elif own is not None and not own.is_empty:
+        outcome = _STRIPPED
+    rendered = dialect.render(base, reasoning)
+    how, extra = (_SAME, {}) if rendered is base else _added_fields(base, rendered)
+    return Recipe(name, keep, own, from_store, reasoning, outcome, how, extra), rendered

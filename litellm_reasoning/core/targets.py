@@ -1,0 +1,225 @@
+"""Which dialect and turn policy a deployment gets, from the provider LiteLLM resolved.
+
+The table is data (`data/model_table.json`, loaded by `model_table`): rows per LiteLLM provider
+and model pattern this package has verified rules for, each with its source. A provider that is
+not listed is passed through untouched (only `turn` is removed), so adding the callback never
+changes what an unknown target receives.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Hashable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+from .dialect import check_dialect_name
+from .model_table import ProviderRule, shipped_rules
+from .policy import StripRule, TurnPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What one request's deployment gets."""
+
+    dialect: str
+    policy: TurnPolicy
+    why: str
+    strip: StripRule = "any"
+    """The provider's rule for leaving reasoning out (`policy.STRIP_RULES`); an override of
+    the policy keeps it: it is what the provider accepts, not a choice."""
+
+
+PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
+"""The shipped table (`data/model_table.json`), in match order."""
+
+
+OPENAI_HOSTS = ("api.openai.com",)
+_OFFICIAL_OPENAI_MODEL = re.compile(r"^(gpt-(?!oss)|o\d|chatgpt-|codex-)", re.IGNORECASE)
+"""Official OpenAI chat models; `gpt-oss` is open-weight and served by others with reasoning."""
+
+
+RESPONSES_PREFIX = "responses/"
+"""LiteLLM's model prefix for OpenAI's Responses API (`openai/responses/<model>`); the callback
+resolves native `responses` calls as this model too."""
+RESPONSES_WHY = (
+    "encrypted reasoning items before the item they preceded, `include` "
+    "reasoning.encrypted_content added; earlier turns kept (older models ignore them, GPT-5.6+ "
+    "use them, the cached prefix stays the same); OpenAI-issued only"
+)
+
+
+def _is_openai_itself(model: str, api_base: str | None) -> bool:
+    if not api_base:
+        return True
+    host = urlparse(api_base).hostname or ""
+    if host in OPENAI_HOSTS:
+        return True
+    # A gateway in front of OpenAI still reaches OpenAI's own models.
+    return bool(_OFFICIAL_OPENAI_MODEL.match(model.rsplit("/", 1)[-1]))
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """A user's choice for models matching `pattern` (fnmatch, on any name of the deployment)."""
+
+    pattern: str
+    dialect: str | None = None
+    policy: TurnPolicy | None = None
+
+
+def resolve_target(
+    provider: str | None,
+    model: str,
+    api_base: str | None,
+    *,
+    has_tools: bool = False,
+    preserved_thinking: bool = False,
+    template_keeps_thinking: bool = False,
+    names: Iterable[str] = (),
+    overrides: Iterable[Override] = (),
+) -> Target:
+    """The dialect and policy for a call to `model` on `provider` at `api_base`.
+
+    `names` are the other names the deployment is known by (model group, `provider/model`), which
+    overrides may match.
+    """
+    target = _default_target(provider or "", model, api_base, has_tools, preserved_thinking)
+    if template_keeps_thinking and target.dialect in TEMPLATE_DIALECTS:
+        target = Target(
+            target.dialect,
+            TurnPolicy.ALL_TURNS,
+            f"{target.why}; the request's chat template keeps earlier thinking "
+            "(`chat_template_kwargs`)",
+            target.strip,
+        )
+    candidates = [model, *names]
+    for override in overrides:
+        if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
+            target = Target(
+                dialect=override.dialect or target.dialect,
+                policy=override.policy or target.policy,
+                why=f"override {override.pattern!r}",
+                strip=target.strip,
+            )
+    return target
+
+
+class TargetCache:
+    """Resolved targets by what they were resolved from (a deployment's names, api_base and
+    the request flags), so a deployment's target is worked out once, not on every request:
+    resolution reads only those inputs and the table. Bounded (cleared when full); safe to
+    share between threads (single dict operations)."""
+
+    def __init__(self, max_entries: int = 1024) -> None:
+        self.max_entries = max_entries
+        self._resolved: dict[Hashable, Any] = {}
+
+    def get(self, key: Hashable) -> Any:
+        """What was put under `key`, or None."""
+        return self._resolved.get(key)
+
+    def put(self, key: Hashable, value: Any) -> None:
+        if len(self._resolved) >= self.max_entries:
+            self._resolved.clear()
+        self._resolved[key] = value
+
+
+TEMPLATE_DIALECTS = frozenset({"openai_chat", "openai_chat_reasoning", "openai_chat_required"})
+"""Targets whose server renders a chat template (what `chat_template_kwargs` speaks to)."""
+
+
+def _default_target(
+    provider: str, model: str, api_base: str | None, has_tools: bool, preserved_thinking: bool
+) -> Target:
+    if provider == "openai" and model.startswith(RESPONSES_PREFIX):
+        return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
+    if provider == "openai" and _is_openai_itself(model, api_base):
+        return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
+    rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
+    if rule is None and provider in ("openai", "custom_openai", "openai_like"):
+        # Only a model family reached through an OpenAI-compatible route has rows of its own.
+        return Target(
+            "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
+        )
+    if rule is None:
+        return Target(
+            "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"
+        )
+    policy, dialect = rule.policy, rule.dialect
+    if has_tools:
+        policy = rule.policy_with_tools or policy
+        dialect = rule.dialect_with_tools or dialect
+    if preserved_thinking and rule.policy_with_preserved_thinking:
+        policy = rule.policy_with_preserved_thinking
+    return Target(dialect, policy, rule.why, rule.strip)
+
+
+def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:
+    """Overrides from a `{pattern: dialect}` or `{pattern: policy}` mapping, validated now."""
+    out: list[Override] = []
+    for pattern, value in (raw or {}).items():
+        if kind == "dialect":
+            check_dialect_name(value)
+            out.append(Override(pattern, dialect=value))
+        else:
+            out.append(Override(pattern, policy=TurnPolicy(value)))
+    return out
+
+
+def providers_markdown() -> str:
+    """The supported-providers table the README shows (a test keeps the README in step)."""
+    rows = [
+        (
+            "`openai/` on api.openai.com, or an official OpenAI model name",
+            "no_reasoning",
+            "none",
+            "OpenAI chat takes no reasoning back",
+        ),
+        (
+            "`openai/responses/` (chat bridge) and `responses` / `aresponses` to `openai/`",
+            "openai_responses",
+            "all_turns",
+            RESPONSES_WHY
+            + " ([source](https://cookbook.openai.com/examples/responses_api/reasoning_items))",
+        ),
+        (
+            "`openai/`, `custom_openai/`, `openai_like/` at another api_base",
+            "openai_chat",
+            "current_turn",
+            "OpenAI-compatible server (SGLang, LM Studio, llama.cpp …): reasoning_content",
+        ),
+    ]
+    for rule in PROVIDER_RULES:
+        policy = rule.policy.value
+        if rule.policy_with_tools:
+            policy += f"; with tools: {rule.policy_with_tools.value}"
+        if rule.policy_with_preserved_thinking:
+            policy += (
+                "; provider-managed (`clear_thinking` false / `clear_thinking_20251015`): "
+                f"{rule.policy_with_preserved_thinking.value}"
+            )
+        if rule.strip == "leading_run":
+            policy += " (only the oldest may be left out, as one leading run)"
+        dialect = rule.dialect
+        if rule.dialect_with_tools:
+            dialect += f" (with tools: {rule.dialect_with_tools})"
+        target = f"`{rule.provider}/`" + (
+            f" models matching `{rule.models}`" if rule.models else ""
+        )
+        why = f"{rule.why} ([source]({rule.source}))" if rule.source else rule.why
+        rows.append((target, dialect, policy, why))
+    rows.append(
+        (
+            "any other provider",
+            "passthrough",
+            "—",
+            "sent as the client sent it; only `turn` removed",
+        )
+    )
+    lines = ["| target | dialect | turns that keep reasoning | why |", "| --- | --- | --- | --- |"]
+    # A `|` inside a cell (regex alternations) would end the cell.
+    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    return "\n".join(lines)

@@ -1,0 +1,350 @@
+"""What the last requests of each scope's conversations hashed to, so a request only
+canonicalises and hashes the messages its conversation's previous request did not have.
+
+Every request of an agent loop resends the whole history plus a message or two. Its message
+dicts are new objects each time (LiteLLM copies them, the proxy parses JSON), so they are
+compared by value with private copies of the earlier request's messages: dict equality runs in C
+and costs a small fraction of canonical JSON plus blake2b. Where equality does not decide the
+canonical bytes (see `identity.equality_decides`) those bytes are recomputed and compared.
+
+For a message found equal, the earlier request's results are reused exactly: its canonical
+bytes, its digest (while every message before it matched too), its store key, the reasoning it
+carries and how it was rendered (`render.Recipe`). Everything else is computed as without the
+cache, so what a request gets is what the uncached path computes (tests/test_prefix_cache.py).
+
+Bounded: a few conversations per scope, scopes least recently used first out once the estimated
+size passes `max_bytes`. Pure (no LiteLLM, no I/O); safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import marshal
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..core import identity
+from ..core.reasoning import Reasoning
+from ..core.render import Recipe, _own
+from ..core.turns import TURN_KEY
+
+_UNEQUAL = object()
+"""The copy kept of a message that cannot be copied (not JSON): equal to no message."""
+
+_OVERHEAD = 256
+"""Estimated bytes per remembered message besides its JSON and canonical bytes."""
+
+
+@dataclass(slots=True)
+class History:
+    """One request's messages as identity and render see them; remembered after the request."""
+
+    scope: str
+    messages: Sequence[Any]
+    copies: list[Any]
+    """Private copies of `messages`, compared with the next request's."""
+    shapes: list[bytes]
+    """`identity.canonical` of each message."""
+    digests: list[str]
+    """`identity.prefix_digests(messages)`."""
+    keys: list[str | None]
+    """Store key of each message, filled in when first asked for."""
+    owns: list[Reasoning | None]
+    """`render.own_reasonings(messages)`."""
+    recipes: list[Recipe | None]
+    """How each assistant message was last rendered (filled in by `render`)."""
+    assistant: list[int]
+    """`render.assistant_indices(messages)`."""
+    flagged: list[int]
+    """Indices of the dicts carrying `turn`."""
+    unsure: list[int]
+    """Indices where equality does not decide the canonical bytes."""
+    detailed: list[int]
+    """Indices whose reasoning holds provider dicts (read again each request)."""
+    sizes: list[int]
+    """Estimated bytes of each remembered message, cumulative."""
+    reused: int = 0
+    """How many leading messages were found equal to the earlier request's."""
+    users: list[int] = field(default_factory=list)
+    """Indices of the user messages (what tool-call keys are anchored to)."""
+    legacy: list[str | None] = field(default_factory=list)
+    """Release 0.1.0's key of each message, filled in when first asked for ("": none)."""
+    _remembered: bool = field(default=False, repr=False)
+
+    def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
+        """`{index: self.key(index)}` for `indices`."""
+        # In C but for the keys not made yet (an agent loop's newest messages).
+        found = list(map(self.keys.__getitem__, indices))
+        if None in found:
+            position = -1
+            try:
+                while True:
+                    position = found.index(None, position + 1)
+                    found[position] = self.key(indices[position])
+            except ValueError:  # no None left
+                pass
+        return dict(zip(indices, found, strict=True))  # type: ignore[arg-type]  # no None left
+
+    def key(self, index: int) -> str:
+        """The store key of the message at `index` (`identity.message_key`)."""
+        key = self.keys[index]
+        if key is None:
+            key = identity.message_key(
+                self.scope,
+                self.messages[index],
+                self.digests[index],
+                self.shapes[index],
+                self.anchor(index),
+            )
+            self.keys[index] = key
+        return key
+
+    def anchor(self, index: int) -> identity.Anchor:
+        """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
+        position = bisect_left(self.users, index) - 1
+        if position < 0:
+            return identity.anchor_at(index, None)
+        user = self.users[position]
+        return identity.anchor_at(index, user, self.shapes[user])
+
+    def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, str]:
+        """The previous release's keys of the tool-call messages among `indices`."""
+        legacy = self.legacy
+        if len(legacy) < len(self.shapes):
+            legacy.extend([None] * (len(self.shapes) - len(legacy)))
+        out: dict[int, str] = {}
+        for index in indices:
+            key = legacy[index]
+            if key is None:
+                key = legacy[index] = (
+                    identity.legacy_tool_call_key(
+                        self.scope, self.messages[index], self.shapes[index]
+                    )
+                    or ""
+                )
+            if key:
+                out[index] = key
+        return out
+
+    @property
+    def digest(self) -> str:
+        """The digest of the whole history."""
+        return self.digests[-1] if self.digests else identity.EMPTY_DIGEST
+
+    @property
+    def size(self) -> int:
+        return self.sizes[-1] if self.sizes else 0
+
+
+def _copy(message: Any) -> tuple[Any, int]:
+    """A private copy of `message` for later comparison, and its size. `marshal` copies plain
+    data in C, exactly (types kept), and refuses anything else."""
+    if type(message) is not dict:
+        return _UNEQUAL, 0
+    try:
+        data = marshal.dumps(message)
+    except (ValueError, RecursionError):
+        return _UNEQUAL, 0
+    return marshal.loads(data), len(data)
+
+
+def _equal_prefix(messages: Sequence[Any], copies: list[Any]) -> int:
+    """How many leading messages equal the copies (compared in C, in chunks)."""
+    if type(messages) is not list:
+        messages = list(messages)
+    limit = min(len(messages), len(copies))
+    try:
+        if messages[:limit] == copies[:limit]:
+            return limit
+        start, step = 0, 32
+        while start < limit:
+            end = min(limit, start + step)
+            if messages[start:end] != copies[start:end]:
+                return next(i for i in range(start, end) if messages[i] != copies[i])
+            start, step = end, step * 2
+    except Exception:  # an object whose `==` raises: nothing is reused
+        return 0
+    return limit
+
+
+def _equal(message: Any, copy: Any) -> bool:
+    try:
+        return bool(message == copy)
+    except Exception:
+        return False
+
+
+class PrefixCache:
+    """Per-scope memory of recent conversations (see the module docstring)."""
+
+    def __init__(
+        self, *, max_bytes: int = 64 * 1024 * 1024, per_scope: int = 8, max_histories: int = 2048
+    ) -> None:
+        self.max_bytes = max_bytes
+        self.per_scope = per_scope
+        self.max_histories = max_histories
+        """A cap on conversations remembered across all scopes: the byte estimate undercounts
+        Python's per-object overhead, which dominates for many short conversations (a gateway
+        with many end users)."""
+        self._count = 0
+        self._scopes: OrderedDict[str, list[History]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def walk(self, scope: str, messages: Sequence[Any]) -> History:
+        """`messages` hashed, reusing what an earlier request of `scope` computed."""
+        with self._lock:
+            candidates = list(self._scopes.get(scope, ()))
+        earlier: History | None = None
+        same = 0
+        for candidate in candidates:
+            matched = _equal_prefix(messages, candidate.copies)
+            if matched > same:
+                earlier, same = candidate, matched
+            if matched == len(candidate.copies):
+                break  # this request continues it: none can match longer in practice
+        if earlier is not None:
+            for index in earlier.unsure:
+                if index >= same:
+                    break
+                if identity.canonical(messages[index]) != earlier.shapes[index]:
+                    same = index
+                    break
+        return self._extend(scope, messages, earlier, same)
+
+    def _extend(
+        self, scope: str, messages: Sequence[Any], earlier: History | None, same: int
+    ) -> History:
+        if earlier is None or same == 0:
+            history = History(scope, messages, [], [], [], [], [], [], [], [], [], [], [])
+        else:
+            history = History(
+                scope,
+                messages,
+                earlier.copies[:same],
+                earlier.shapes[:same],
+                earlier.digests[:same],
+                earlier.keys[:same],
+                earlier.owns[:same],
+                earlier.recipes[:same],
+                earlier.assistant[: bisect_left(earlier.assistant, same)],
+                earlier.flagged[: bisect_left(earlier.flagged, same)],
+                earlier.unsure[: bisect_left(earlier.unsure, same)],
+                earlier.detailed[: bisect_left(earlier.detailed, same)],
+                earlier.sizes[:same],
+                reused=same,
+            )
+            history.users = earlier.users[: bisect_left(earlier.users, same)]
+            history.legacy = earlier.legacy[:same]
+            for index in history.detailed:
+                # Reasoning holding provider dicts is read again: no object of an earlier
+                # request reaches this one's wire.
+                history.owns[index] = _own(messages[index])
+        self._walk_rest(history, earlier, same)
+        return history
+
+    @staticmethod
+    def _walk_rest(history: History, earlier: History | None, start: int) -> None:
+        """Messages from `start` on. One equal to the earlier request's message at the same
+        place (a refreshed system prompt shifts nothing) reuses its canonical bytes, reasoning
+        and recipe; its digest and key too while every message before it matched."""
+        messages = history.messages
+        previous = history.digest
+        total = history.size
+        before = len(earlier.copies) if earlier is not None else 0
+        unsure = set(earlier.unsure) if earlier is not None else set()
+        chained = earlier is not None
+        for index in range(start, len(messages)):
+            message = messages[index]
+            reuse = (
+                earlier is not None
+                and index < before
+                and index not in unsure
+                and _equal(message, earlier.copies[index])
+            )
+            if reuse and earlier is not None:
+                shape = earlier.shapes[index]
+                copy = earlier.copies[index]
+                size = earlier.sizes[index] - (earlier.sizes[index - 1] if index else 0)
+                own = earlier.owns[index]
+                recipe = earlier.recipes[index]
+            else:
+                shape = identity.canonical(message)
+                copy, size = _copy(message)
+                size += len(shape) + _OVERHEAD
+                own = None
+                if isinstance(message, dict) and message.get("role") == "assistant":
+                    own = _own(message)
+                recipe = None
+            chained = chained and index < before and earlier.shapes[index] == shape  # type: ignore[union-attr]
+            if chained and earlier is not None:
+                previous = earlier.digests[index]
+                history.keys.append(earlier.keys[index])
+            else:
+                previous = identity.chain(previous, shape)
+                history.keys.append(None)
+            history.copies.append(copy)
+            history.shapes.append(shape)
+            history.digests.append(previous)
+            total += size
+            history.sizes.append(total)
+            history.owns.append(own)
+            history.recipes.append(recipe)
+            if isinstance(message, dict) and TURN_KEY in message:
+                history.flagged.append(index)
+            if isinstance(message, dict) and message.get("role") == "user":
+                history.users.append(index)
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                history.assistant.append(index)
+                if own is not None and any(part.details for part in own.parts):
+                    history.detailed.append(index)
+                    if reuse:
+                        history.owns[index] = _own(message)
+            if not reuse and not identity.equality_decides(message):
+                history.unsure.append(index)
+
+    def remember(self, history: History) -> None:
+        """Keep `history` for the next request of its scope (after it was rendered)."""
+        if history._remembered or history.size > self.max_bytes:
+            return
+        history._remembered = True
+        history.messages = ()  # the caller's dicts are not kept alive
+        digests = history.digests
+        with self._lock:
+            kept = []
+            for earlier in self._scopes.pop(history.scope, []):
+                # An earlier request whose history this one repeats (and maybe continues) is
+                # superseded by it.
+                end = len(earlier.digests)
+                if end and end <= len(digests) and earlier.digests[-1] == digests[end - 1]:
+                    self._forget(earlier)
+                else:
+                    kept.append(earlier)
+            kept.insert(0, history)
+            self._bytes += history.size
+            self._count += 1
+            while len(kept) > self.per_scope:
+                self._forget(kept.pop())
+            self._scopes[history.scope] = kept
+            while (self._bytes > self.max_bytes or self._count > self.max_histories) and (
+                self._scopes
+            ):
+                scope, oldest = next(iter(self._scopes.items()))
+                self._forget(oldest.pop())
+                if not oldest:
+                    del self._scopes[scope]
+
+    def _forget(self, history: History) -> None:
+        self._bytes -= history.size
+        self._count -= 1
+
+    @property
+    def size(self) -> int:
+        """Estimated bytes held."""
+        return self._bytes
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._scopes.values())

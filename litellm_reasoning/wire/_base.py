@@ -1,0 +1,37 @@
+"""Defaults every dialect shares, so each one states only what its provider does differently."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.reasoning import Reasoning
+
+
+class BaseDialect:
+    """A dialect that patches nothing after LiteLLM and has no validity rule of its own."""
+
+    name: ClassVar[str] = ""
+    platform: ClassVar[str] = ""
+    passthrough: ClassVar[bool] = False
+    accepts_reasoning: ClassVar[bool] = True
+    prefers_opaque: ClassVar[bool] = False
+    patches_body: ClassVar[bool] = False
+    patches_wire: ClassVar[bool] = False
+    keeps_block_order: ClassVar[bool] = False
+
+    def accepts(self, reasoning: Reasoning) -> bool:
+        return True
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def validity_start(self, messages: Sequence[Any]) -> int | None:
+        return None
+
+    def patch_wire(self, sent: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+        return sent
+
+
+__all__ = ["REASONING_KEYS", "BaseDialect", "Dialect", "strip_reasoning"]

@@ -1,0 +1,372 @@
+"""Claude's signed thinking: the Anthropic Messages API, Bedrock (Converse and invoke) and Vertex.
+
+What these targets take back (shared notes, provider rules §1-§2):
+
+* an assistant message's `thinking` (text + `signature`) and `redacted_thinking` (`data`)
+  blocks, byte for byte, in the order they came, before its text and `tool_use` blocks, an empty
+  `thinking` text with a real signature included (`display: "omitted"`);
+* within a tool loop they are required: with thinking on, the assistant message that made the
+  tool calls a request answers must start with one (400 "Expected `thinking` or
+  `redacted_thinking`, but found `tool_use`" otherwise);
+* only blocks their issuer signed: a forged, foreign or missing signature is a 400 ("Invalid
+  `signature`", "signature: Field required"), so unsigned or foreign reasoning is never
+  converted into thinking text, it is left out.
+
+Issuers. A block is sent back only to the platform that issued it: the Anthropic API
+(`anthropic`), Bedrock (`bedrock`) or Vertex (`vertex_ai`). Anthropic's docs say signatures are
+compatible across the three, but Bedrock binds blocks to the AWS account and the newest models
+bind them to the prefix and model, and nothing recorded shows a cross-platform replay working,
+so each platform counts as its own issuer. A record the client sent back itself (no issuer
+known) is trusted as the client's own history. The model is not checked: the API verifies the
+signature (or, on the newest models, silently drops a block it cannot read).
+
+LiteLLM carries these blocks on an OpenAI-shaped message as `thinking_blocks`, which it
+translates for every Claude route (the inline form loses `redacted_thinking` in LiteLLM
+1.106.12), so that is what this dialect renders. Pure: no LiteLLM, no I/O.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Iterable, Sequence
+from typing import Any, ClassVar
+
+from ...core.extract import BLOCK_TYPES
+from ...core.policy import TurnPolicy
+from ...core.reasoning import Reasoning, ReasoningPart
+from .._base import BaseDialect, strip_reasoning
+
+ANTHROPIC_ISSUERS = {
+    "anthropic": frozenset({"anthropic"}),
+    "bedrock": frozenset({"bedrock"}),
+    "vertex_ai": frozenset({"vertex_ai", "vertex_ai_beta"}),
+}
+"""Target platform -> the LiteLLM providers whose signatures it accepts."""
+
+
+def signed_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
+    """The parts Claude can take back: signed thinking and redacted data, in order."""
+    return tuple(
+        part
+        for part in reasoning.parts
+        if (part.kind == "thinking" and part.signature) or (part.kind == "redacted" and part.data)
+    )
+
+
+def thinking_blocks(reasoning: Reasoning | None) -> list[dict[str, Any]]:
+    """`reasoning` as Anthropic content blocks (unsigned parts left out)."""
+    if reasoning is None:
+        return []
+    blocks: list[dict[str, Any]] = []
+    for part in signed_parts(reasoning):
+        if part.kind == "redacted":
+            blocks.append({"type": "redacted_thinking", "data": part.data})
+        else:
+            blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
+    return blocks
+
+
+def bedrock_redacted_content(data: str) -> str:
+    """The Converse `redactedContent` for a redacted block's `data`.
+
+    Converse wraps Claude's own data in base64. LiteLLM 1.106.12 hands the wrapped value out as
+    `data`; 1.110.2 unwraps it. Claude's own value starts with a protobuf tag byte that is not
+    base64 text once decoded, so a value that decodes twice is already wrapped.
+    """
+    try:
+        inner = base64.b64decode(data, validate=True).decode("ascii")
+        base64.b64decode(inner, validate=True)
+    except (binascii.Error, ValueError):
+        return base64.b64encode(data.encode()).decode()
+    return data
+
+
+def tool_loop_needs_thinking(messages: Sequence[Any]) -> bool:
+    """True when the request answers tool calls of an assistant message that carries no
+    thinking block: with thinking on, Claude rejects that request. A user message after the
+    tool results still answers them (`open_tool_loop`)."""
+    loop = open_tool_loop(messages)
+    if loop is not None:
+        messages = messages[: loop + 1]
+    for message in reversed(messages):
+        if not isinstance(message, dict):
+            return False
+        role = message.get("role")
+        if role in ("tool", "function"):
+            continue
+        if role != "assistant" or not message.get("tool_calls"):
+            return False
+        blocks = message.get("thinking_blocks")
+        return not (isinstance(blocks, list) and blocks)
+    return False
+
+
+def thinking_requested(params: Sequence[Any]) -> bool:
+    """Whether any of `params` (request keyword dicts) turns Claude's thinking on."""
+    for p in params:
+        if not isinstance(p, dict):
+            continue
+        thinking = p.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+            return True
+        effort = p.get("reasoning_effort")
+        if isinstance(effort, str) and effort not in ("", "none", "disable", "disabled"):
+            return True
+    return False
+
+
+class AnthropicDialect(BaseDialect):
+    """Claude on the Anthropic API: signed `thinking_blocks` from Anthropic, or from the client."""
+
+    keeps_block_order: ClassVar[bool] = True
+
+    name: ClassVar[str] = "anthropic"
+    platform: ClassVar[str] = "anthropic"
+    passthrough: ClassVar[bool] = False
+    accepts_reasoning: ClassVar[bool] = True
+    prefers_opaque: ClassVar[bool] = True
+
+    def accepts(self, reasoning: Reasoning) -> bool:
+        """Whether this target can take `reasoning` back: issued here (or by the client), and
+        holding at least one signed or redacted block."""
+        if reasoning.provider is not None and reasoning.provider not in ANTHROPIC_ISSUERS.get(
+            self.platform, frozenset()
+        ):
+            return False
+        return bool(signed_parts(reasoning))
+
+    def validity_start(self, messages: Sequence[Any]) -> int | None:
+        """Claude's validity rule adds to the turn rule: the open tool loop's message keeps its
+        blocks (`open_tool_loop`)."""
+        return open_tool_loop(messages)
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        out = strip_reasoning(message)
+        if reasoning is not None and self.accepts(reasoning):
+            blocks = thinking_blocks(reasoning)
+            if blocks:
+                out["thinking_blocks"] = blocks
+        return out
+
+
+class BedrockClaudeDialect(AnthropicDialect):
+    """Claude on Bedrock (Converse and invoke): Bedrock-signed blocks only.
+
+    Bedrock (Claude 5) refuses an assistant message that is empty or holds only reasoning
+    ("This model does not support assistant message prefill", "The content field in the
+    Message object at messages.N is empty"), so blocks never go onto a message with neither
+    text nor tool calls: such a message is left as the client sent it."""
+
+    name: ClassVar[str] = "anthropic_bedrock"
+    platform: ClassVar[str] = "bedrock"
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        if not _has_answer(message):
+            return message
+        return super().render(message, reasoning)
+
+
+def _has_answer(message: dict[str, Any]) -> bool:
+    """Text or tool calls besides any reasoning."""
+    if message.get("tool_calls"):
+        return True
+    content = message.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    if isinstance(content, list):
+        return any(
+            isinstance(part, dict) and part.get("type") not in BLOCK_TYPES for part in content
+        )
+    return False
+
+
+class VertexClaudeDialect(AnthropicDialect):
+    """Claude on Vertex AI: Vertex-signed blocks only."""
+
+    name: ClassVar[str] = "anthropic_vertex"
+    platform: ClassVar[str] = "vertex_ai"
+
+
+# ------------------------------------------------------------------ block order (interleaved)
+
+CLAUDE_PROVIDERS = frozenset({"anthropic", "bedrock", "vertex_ai", "vertex_ai_beta"})
+"""LiteLLM providers whose replies carry Claude's content blocks."""
+
+
+def _default_layout(layout: Sequence[str]) -> bool:
+    """Reasoning first, then at most one text, then the tool calls: how LiteLLM lays out an
+    assistant message anyway (nothing to remember)."""
+    stage = 0
+    texts = 0
+    for entry in layout:
+        rank = 0 if entry == "r" else 1 if entry.startswith("t") else 2
+        if rank < stage:
+            return False
+        texts += rank == 1
+        stage = rank
+    return texts <= 1
+
+
+def layout_of_blocks(blocks: Sequence[Any]) -> tuple[str, ...]:
+    """The layout of a reply's content blocks, in the Anthropic Messages form (Anthropic API,
+    Vertex, Bedrock invoke) or the Bedrock Converse form. Empty when a block is of a kind this
+    does not know (server tools, citations): then nothing is reordered."""
+    out: list[str] = []
+    for block in blocks:
+        if not isinstance(block, dict):
+            return ()
+        kind = block.get("type")
+        if kind in ("thinking", "redacted_thinking") or "reasoningContent" in block:
+            out.append("r")
+        elif kind == "tool_use" or "toolUse" in block:
+            out.append("u")
+        elif kind == "text" or (kind is None and isinstance(block.get("text"), str)):
+            text = block.get("text")
+            out.append(f"t{len(text) if isinstance(text, str) else 0}")
+        else:
+            return ()
+    return () if _default_layout(out) else tuple(out)
+
+
+def layout_of_deltas(deltas: Iterable[Any]) -> tuple[str, ...]:
+    """The layout of a streamed reply from its chunks' deltas, in the order LiteLLM yielded
+    them (each block's first piece marks its place)."""
+    out: list[str] = []
+    thinking_seen: set[Any] = set()
+    calls_seen: set[Any] = set()
+    text_run = 0
+    open_block = False  # LiteLLM 1.106 gives no index: a block runs until its signature
+    for delta in deltas:
+        for block in getattr(delta, "thinking_blocks", None) or ():
+            if not isinstance(block, dict):
+                continue
+            index = block.get("index")
+            if index is not None:
+                new = index not in thinking_seen
+                thinking_seen.add(index)
+            elif block.get("type") == "redacted_thinking":
+                new, open_block = True, False
+            else:
+                new = not (open_block and out and out[-1] == "r")
+                open_block = not block.get("signature")
+            if new:
+                out.append("r")
+                text_run = 0
+        for call in getattr(delta, "tool_calls", None) or ():
+            index = getattr(call, "index", None)
+            if index is None and isinstance(call, dict):
+                index = call.get("index")
+            if index not in calls_seen:
+                calls_seen.add(index)
+                out.append("u")
+                text_run = 0
+                open_block = False
+        content = getattr(delta, "content", None)
+        if isinstance(content, str) and content:
+            open_block = False
+            if text_run:
+                text_run += len(content)
+                out[-1] = f"t{text_run}"
+            else:
+                text_run = len(content)
+                out.append(f"t{text_run}")
+    return () if _default_layout(out) else tuple(out)
+
+
+def _signatures(blocks: Sequence[Any]) -> list[Any]:
+    return sorted(
+        str(b.get("signature") or b.get("data") or "") for b in blocks if isinstance(b, dict)
+    )
+
+
+def ordered_blocks(
+    reasoning: Reasoning | None, sent: Sequence[Any]
+) -> tuple[tuple[str, ...], list[dict[str, Any]]] | None:
+    """The layout and the blocks in their original order, when `reasoning` (the stored record)
+    knows its layout and `sent` (the blocks rendered on the message) are exactly its blocks."""
+    if reasoning is None or not reasoning.layout:
+        return None
+    blocks = thinking_blocks(reasoning)
+    if len(blocks) != len(reasoning.parts) or reasoning.layout.count("r") != len(blocks):
+        return None
+    if _signatures(blocks) != _signatures(sent):
+        return None
+    return reasoning.layout, blocks
+
+
+def apply_layout(
+    content: Sequence[Any], layout: Sequence[str], blocks: Sequence[dict[str, Any]]
+) -> list[Any] | None:
+    """An Anthropic-format assistant `content` (as LiteLLM built it: reasoning, text, tool
+    uses) in its original order. None when it does not line up (then it is left alone)."""
+    reasoning = [b for b in content if isinstance(b, dict) and b.get("type") in BLOCK_TYPES]
+    texts = [b for b in content if isinstance(b, dict) and b.get("type") == "text"]
+    uses = [b for b in content if isinstance(b, dict) and b.get("type") == "tool_use"]
+    if len(reasoning) + len(texts) + len(uses) != len(content):
+        return None
+    if _signatures(reasoning) != _signatures(blocks):
+        return None
+    text_entries = [entry for entry in layout if entry.startswith("t")]
+    if any(set(t) - {"type", "text"} for t in texts) and len(text_entries) > 1:
+        return None  # a text block with extras (cache_control) is not split
+    text = "".join(str(t.get("text") or "") for t in texts)
+    whole = len(texts) == 1 == len(text_entries)  # the one text block goes back as it is
+    out: list[Any] = []
+    next_block = next_use = position = 0
+    try:
+        for entry in layout:
+            if entry == "r":
+                out.append(blocks[next_block])
+                next_block += 1
+            elif entry == "u":
+                out.append(uses[next_use])
+                next_use += 1
+            else:
+                size = int(entry[1:])
+                piece, position = text[position : position + size], position + size
+                if piece:  # Claude rejects empty text blocks
+                    out.append(texts[0] if whole else {"type": "text", "text": piece})
+    except (IndexError, ValueError):
+        return None
+    if next_block != len(blocks) or next_use != len(uses) or position != len(text):
+        return None
+    return out
+
+
+def open_tool_loop(messages: Sequence[Any]) -> int | None:
+    """The assistant message whose tool calls the request's last user message still answers
+    (LiteLLM merges trailing tool results and user text into one Anthropic user message):
+    `[…, assistant tool_use, tool result(s), user "new question"]`. For Claude that tool loop
+    is still open, so that message must keep its blocks whatever the turn rule says. None:
+    the request does not end that way."""
+    index = len(messages) - 1
+    while index >= 0 and _role(messages[index]) == "user":
+        index -= 1
+    if index == len(messages) - 1:
+        return None  # no trailing user message: the turn rule already covers the loop
+    results = index
+    while index >= 0 and _role(messages[index]) in ("tool", "function"):
+        index -= 1
+    if index == results or index < 0:
+        return None
+    message = messages[index]
+    if _role(message) == "assistant" and message.get("tool_calls"):
+        return index
+    return None
+
+
+def _role(message: Any) -> Any:
+    return message.get("role") if isinstance(message, dict) else None
+
+
+def layout_candidates(
+    messages: Sequence[Any], policy: TurnPolicy, assistant: Sequence[int], turn_start: int
+) -> list[int]:
+    """Kept assistant messages with tool calls: their stored records say where their blocks
+    stood, also when the client kept the blocks (LiteLLM regroups them)."""
+    return [
+        i
+        for i in assistant
+        if messages[i].get("tool_calls") and policy.keeps(i, messages[i], turn_start)
+    ]

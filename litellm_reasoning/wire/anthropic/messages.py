@@ -1,0 +1,182 @@
+"""The Anthropic Messages format (the proxy's `/v1/messages`: Claude Code, the Anthropic SDKs) as
+an input format of its own: the turn rule, identity, capture and restore over Anthropic-format
+messages, whose assistant content holds `thinking` / `redacted_thinking` blocks in place.
+
+* The turn rule: a user message starts a turn unless it carries `"turn": false` or holds
+  `tool_result` blocks (a tool loop's answer continues the turn, also with text beside the
+  results, as Claude Code adds reminders).
+* Identity: a message's shape is its role and content without reasoning blocks and without
+  `cache_control` markers (clients move them every request), string content read as one text
+  block. An assistant message with tool uses is keyed by its tool-use ids (unique per reply);
+  one without by the conversation before it and its own shape.
+* Restore: a message the client sent without its blocks gets the stored blocks back where they
+  stood in the reply (`anthropic.apply_layout`), first when the layout is not known.
+
+Pure: no LiteLLM, no I/O, no locks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...core.extract import BLOCK_TYPES, _parts_from_blocks
+from ...core.reasoning import Reasoning
+from ...core.turns import TURN_KEY
+from .dialect import apply_layout, layout_of_blocks, thinking_blocks
+
+EMPTY = hashlib.blake2b(b"", digest_size=16, person=b"lr-msgs").hexdigest()
+
+
+def _blocks(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content) if isinstance(content, list) else []
+
+
+def reasoning_blocks(message: Any) -> list[dict[str, Any]]:
+    """The thinking and redacted-thinking blocks an Anthropic-format message holds."""
+    content = message.get("content") if isinstance(message, Mapping) else None
+    return [b for b in _blocks(content) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES]
+
+
+def starts_turn(message: Any) -> bool:
+    if not isinstance(message, Mapping) or message.get("role") != "user":
+        return False
+    if message.get(TURN_KEY) is False:
+        return False
+    content = message.get("content")
+    return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(content))
+
+
+def turn_start(messages: Sequence[Any]) -> int:
+    """Index of the user message the current turn starts at (-1: none does)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if starts_turn(messages[index]):
+            return index
+    return -1
+
+
+def _plain(block: Any) -> Any:
+    if isinstance(block, dict):
+        return {k: v for k, v in block.items() if k != "cache_control"}
+    return block
+
+
+def shape(message: Any) -> bytes:
+    """What identifies a message: role and content, reasoning blocks and cache markers left out."""
+    if not isinstance(message, Mapping):
+        return b"?"
+    content = [
+        _plain(b)
+        for b in _blocks(message.get("content"))
+        if not (isinstance(b, dict) and b.get("type") in BLOCK_TYPES)
+    ]
+    body = {"role": message.get("role"), "content": content}
+    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
+
+
+def prefix_digests(messages: Sequence[Any]) -> list[str]:
+    """`out[i]`: the digest of the conversation before message `i`; `out[len]`: of all of it."""
+    out = [EMPTY]
+    for message in messages:
+        digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs")
+        digest.update(out[-1].encode())
+        digest.update(shape(message))
+        out.append(digest.hexdigest())
+    return out
+
+
+def _tool_uses(message: Mapping[str, Any]) -> list[list[str]]:
+    return [
+        [str(b.get("id")), str(b.get("name"))]
+        for b in _blocks(message.get("content"))
+        if isinstance(b, dict) and b.get("type") == "tool_use"
+    ]
+
+
+def message_key(scope: str, before: str, message: Mapping[str, Any]) -> str:
+    """The store key of an assistant message; `before`: the digest of the conversation before it."""
+    uses = _tool_uses(message)
+    digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-key")
+    digest.update(scope.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    if uses:
+        digest.update(b"tc\x00" + json.dumps(uses).encode())
+    else:
+        digest.update(b"tx\x00" + before.encode() + b"\x00" + shape(message))
+    return "m1:" + digest.hexdigest()
+
+
+def record_of_reply(
+    content: Sequence[Any], *, provider: str | None, model: str | None
+) -> Reasoning | None:
+    """The reasoning of a reply's content blocks, with where each stood (None: it has none)."""
+    parts = _parts_from_blocks(content)
+    if not parts:
+        return None
+    return Reasoning(parts=parts, provider=provider, model=model, layout=layout_of_blocks(content))
+
+
+def with_blocks(message: Mapping[str, Any], record: Reasoning) -> dict[str, Any] | None:
+    """`message` (sent without reasoning blocks) with the record's blocks where they stood in
+    the reply; None when the record holds nothing Claude takes back."""
+    blocks = thinking_blocks(record)
+    if not blocks:
+        return None
+    content = _blocks(message.get("content"))
+    ordered = None
+    if record.layout and len(blocks) == len(record.parts):
+        ordered = apply_layout([*blocks, *content], record.layout, blocks)
+    return {**message, "content": ordered if ordered is not None else [*blocks, *content]}
+
+
+def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
+    """The content blocks of a streamed Anthropic-format reply (its SSE text), once its
+    `message_stop` arrived; None before (a cut stream is not a reply to keep). A thinking block
+    without its `signature_delta` is kept unsigned (never sent back)."""
+    blocks: dict[int, dict[str, Any]] = {}
+    json_parts: dict[int, list[str]] = {}
+    stopped = False
+    for line in sse.splitlines():
+        if not line.startswith("data:"):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        kind, index = event.get("type"), event.get("index")
+        if kind == "message_stop":
+            stopped = True
+        elif kind == "content_block_start" and isinstance(index, int):
+            block = event.get("content_block")
+            blocks[index] = dict(block) if isinstance(block, dict) else {}
+        elif kind == "content_block_delta" and index in blocks:
+            _apply_delta(blocks[index], event.get("delta"), json_parts.setdefault(index, []))
+    if not stopped:
+        return None
+    for index, pieces in json_parts.items():
+        if pieces and blocks[index].get("type") == "tool_use":
+            try:
+                blocks[index]["input"] = json.loads("".join(pieces))
+            except ValueError:
+                return None
+    return [blocks[i] for i in sorted(blocks)]
+
+
+def _apply_delta(block: dict[str, Any], delta: Any, json_pieces: list[str]) -> None:
+    if not isinstance(delta, dict):
+        return
+    kind = delta.get("type")
+    if kind == "thinking_delta":
+        block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
+    elif kind == "signature_delta":
+        block["signature"] = str(block.get("signature") or "") + str(delta.get("signature") or "")
+    elif kind == "text_delta":
+        block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
+    elif kind == "input_json_delta":
+        json_pieces.append(str(delta.get("partial_json") or ""))

@@ -1,0 +1,102 @@
+"""OpenAI's Responses API: encrypted reasoning items, sent back before the item they preceded.
+
+What the Responses API takes back (shared notes, provider rules §4):
+
+* each `reasoning` item (`summary`, `encrypted_content`) back in `input`, in order, immediately
+  before the message or function_call that followed it;
+* pairing is checked by id: an `rs_…` id whose following item is missing or changed is a 400
+  ("Item 'rs_…' of type 'reasoning' was provided without its required following item", recorded
+  in pydantic-ai's `test_openai_responses_thinking_with_modified_history`), and with
+  `store: false` an `rs_…` id is a 404 (the item was never persisted). An item without an id is
+  verified from its `encrypted_content` alone, so that is the form sent whenever the id cannot be
+  paired: always through LiteLLM's chat bridge (it sends the following function_call / message
+  without their `fc_` / `msg_` ids), and with `store: false`;
+* `encrypted_content` is only returned when `include: ["reasoning.encrypted_content"]` is asked
+  for, so it is added (merged into the caller's `include`) whenever reasoning is kept.
+
+Earlier turns. Older reasoning models drop earlier turns' reasoning items themselves ("including
+them is harmless"), GPT-5.6+ use them (`reasoning.context`, reported default `all_turns`), and
+keeping them leaves the prompt prefix of the previous request unchanged, so the cache still hits.
+The default policy is therefore `all_turns`.
+
+Issuer: only reasoning OpenAI issued (or the client sent itself) is sent; another provider's
+signed or encrypted reasoning is left out. Pure: no LiteLLM, no I/O.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from ...core.reasoning import Reasoning, ReasoningPart
+from .._base import BaseDialect, strip_reasoning
+
+ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
+"""The `include` value that makes the Responses API return `encrypted_content`."""
+
+RESPONSES_ISSUERS = frozenset({"openai"})
+"""LiteLLM providers whose encrypted reasoning api.openai.com can read (Azure is its own issuer)."""
+
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex)", re.IGNORECASE)
+"""OpenAI reasoning models: only they accept `include: ["reasoning.encrypted_content"]`."""
+
+
+def is_reasoning_model(model: str) -> bool:
+    """Whether `model` (bare or `…/model`) is an OpenAI reasoning model."""
+    return bool(_REASONING_MODEL.match(model.rsplit("/", 1)[-1]))
+
+
+def with_encrypted_include(include: Any) -> list[Any]:
+    """`include` with `reasoning.encrypted_content` added (the caller's values kept, in order)."""
+    values = list(include) if isinstance(include, (list, tuple)) else []
+    if ENCRYPTED_INCLUDE not in values:
+        values.append(ENCRYPTED_INCLUDE)
+    return values
+
+
+def encrypted_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
+    """The parts the Responses API can take back: encrypted items with their content."""
+    return tuple(part for part in reasoning.parts if part.kind == "encrypted" and part.data)
+
+
+def issued_here(reasoning: Reasoning) -> bool:
+    """Issued by OpenAI, or sent by the client itself (no issuer known)."""
+    return reasoning.provider is None or reasoning.provider in RESPONSES_ISSUERS
+
+
+def reasoning_input_item(part: ReasoningPart, *, with_id: bool) -> dict[str, Any]:
+    """One Responses `input` reasoning item; `summary` is required even when empty."""
+    item: dict[str, Any] = {"type": "reasoning"}
+    if with_id and part.id:
+        item["id"] = part.id
+    summary = part.details.get("summary")
+    item["summary"] = list(summary) if isinstance(summary, list) else []
+    item["encrypted_content"] = part.data
+    return item
+
+
+def reasoning_input_items(parts: Iterable[ReasoningPart], *, with_id: bool) -> list[dict[str, Any]]:
+    return [reasoning_input_item(part, with_id=with_id) for part in parts]
+
+
+class ResponsesItemsDialect(BaseDialect):
+    """LiteLLM's chat → Responses bridge (`openai/responses/<model>`): `reasoning_items` on the
+    assistant message, which LiteLLM puts back as input items before the message's own items.
+    Sent without `rs_` ids (see the module docstring)."""
+
+    name: ClassVar[str] = "openai_responses"
+    passthrough: ClassVar[bool] = False
+    accepts_reasoning: ClassVar[bool] = True
+    prefers_opaque: ClassVar[bool] = True
+
+    def accepts(self, reasoning: Reasoning) -> bool:
+        return issued_here(reasoning) and bool(encrypted_parts(reasoning))
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        out = strip_reasoning(message)
+        if reasoning is not None and self.accepts(reasoning):
+            out["reasoning_items"] = reasoning_input_items(
+                encrypted_parts(reasoning), with_id=False
+            )
+        return out

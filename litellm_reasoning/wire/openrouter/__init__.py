@@ -1,0 +1,2 @@
+"""OpenRouter: `reasoning_details` per upstream family (`dialect`) and their assembly from
+stream chunks (`stream`)."""
