@@ -715,7 +715,7 @@ class ReasoningCallback(CustomLogger):
             kwargs["messages"] = rendered.messages
             if target.dialect == "openai_responses":
                 _ask_for_encrypted_content(kwargs, target)
-            if getattr(get_dialect(target.dialect), "patch_body", False):
+            if get_dialect(target.dialect).patches_body:
                 state.body_patch = (target.dialect, rendered.messages)
             elif state.layouts:
                 state.body_patch = (_LAYOUT_PATCH, rendered.messages)
@@ -799,7 +799,7 @@ class ReasoningCallback(CustomLogger):
                 if self._patch_anthropic_body(body, rendered, target, kwargs, state.layouts):
                     state.restored, state.restored_source = restored
                 return
-            if callable(getattr(get_dialect(target.dialect), "patch_wire", None)):
+            if get_dialect(target.dialect).patches_wire:
                 body["messages"] = _patch_assistants(
                     wire, rendered.messages, get_dialect(target.dialect)
                 )
