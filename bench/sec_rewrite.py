@@ -49,7 +49,7 @@ def hook_kwargs(messages: list[Any], api_base: str = "http://127.0.0.1:9/v1") ->
 
 def prime_store(cb: ReasoningCallback, messages: list[Any], reasoning: dict[int, str]) -> int:
     """Put each assistant message's reasoning where the callback will look it up."""
-    request = cb._prepare(hook_kwargs(messages), messages)
+    request = cb.engine.prepare(hook_kwargs(messages), messages)
     records = {
         key: Reasoning(parts=(ReasoningPart(text=reasoning[i]),), provider="deepseek")
         for i, key in request.keys.items()
@@ -91,12 +91,12 @@ async def warm_rewrite(cb: ReasoningCallback, messages: list[Any]) -> tuple[floa
 async def cold_rewrite(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
     """No earlier request of the conversation remembered (first request after a restart, or a
     proxy worker that never saw the conversation): every message hashed."""
-    remembered = cb._histories
-    cb._histories = PrefixCache()
+    remembered = cb.prefix_cache
+    cb.prefix_cache = PrefixCache()
     try:
         return await rewrite_once(cb, fresh(messages))
     finally:
-        cb._histories = remembered
+        cb.prefix_cache = remembered
 
 
 def run(sizes: list[int], budget_seconds: float, min_repeat: int) -> Section:

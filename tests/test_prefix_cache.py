@@ -416,7 +416,7 @@ async def _play(upstream: Upstream, callback: ReasoningCallback, model: str) -> 
 async def test_wire_is_the_same_with_and_without_the_cache(upstream: Upstream) -> None:
     cached = ReasoningCallback()
     uncached = ReasoningCallback()
-    uncached._histories = PrefixCache(max_bytes=0)  # remembers nothing
+    uncached.prefix_cache = PrefixCache(max_bytes=0)  # remembers nothing
     model = f"prefix-{uuid.uuid4().hex[:8]}"
     with_cache = await _play(upstream, cached, model + "-a")
     without = await _play(upstream, uncached, model + "-b")
@@ -428,4 +428,4 @@ async def test_wire_is_the_same_with_and_without_the_cache(upstream: Upstream) -
     assert cached.stats["restored"] == uncached.stats["restored"] > 0
     assert cached.stats["errors"] == uncached.stats["errors"] == 0
     # ... and the cached run reused earlier requests' work
-    assert len(cached._histories) > 0 and len(uncached._histories) == 0
+    assert len(cached.prefix_cache) > 0 and len(uncached.prefix_cache) == 0

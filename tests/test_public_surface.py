@@ -89,7 +89,7 @@ def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
     )
     import re
 
-    counted = set(re.findall(r'self\.stats\["([a-z_]+)"\]', source)) - {
+    counted = set(re.findall(r'\bstats\["([a-z_]+)"\]', source)) - {
         # ResilientStore's own counters (`store.stats`), not the callback's
         "failures",
         "outages",

@@ -363,7 +363,9 @@ async def test_scope_from_client_off_ignores_client_chosen_user_and_namespace(
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
     assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["R"]
-    assert callback._scope({"user": "u2", "metadata": {"reasoning_namespace": "x"}}) == "ns=gw"
+    assert (
+        callback.engine.scope({"user": "u2", "metadata": {"reasoning_namespace": "x"}}) == "ns=gw"
+    )
 
 
 # ------------------------------------------------------------------ 7. a stream left at its finish

@@ -6,11 +6,15 @@ core only ever sees them through this protocol."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any, ClassVar, Protocol
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .extract import BLOCK_TYPES
 from .reasoning import Reasoning
+
+if TYPE_CHECKING:
+    from .render import Rendered
 
 REASONING_KEYS = frozenset(
     {
@@ -59,6 +63,19 @@ def check_dialect_name(name: str) -> str:
     return name
 
 
+@dataclass(slots=True)
+class Finished:
+    """What a dialect's `finish` did to a rendered request, for the call's state and reports."""
+
+    layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)
+    """Rendered message index -> (layout, its blocks in order): messages whose blocks go back
+    where they stood in the reply (the provider body is laid out after LiteLLM)."""
+    signed_from_ids: list[int] = field(default_factory=list)
+    """Messages whose first function call got the signature the client kept in its id."""
+    dummy_signed: list[int] = field(default_factory=list)
+    """Messages whose first function call got the provider's documented dummy signature."""
+
+
 class Dialect(Protocol):
     """How one family of targets wants an assistant message's reasoning: everything the core
     and the LiteLLM layer ask of a provider, with no `getattr` or `isinstance` on the way."""
@@ -96,6 +113,17 @@ class Dialect(Protocol):
 
     def patch_wire(self, sent: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
         """`sent` (LiteLLM's translated assistant message) carrying `want`'s reasoning."""
+        ...
+
+    def finish(
+        self,
+        sent: Sequence[Any],
+        rendered: Rendered,
+        stored: Mapping[int, Reasoning],
+        model: str,
+    ) -> Finished:
+        """The provider's own finishing touches on a rendered request (`sent`: the messages as
+        the client sent them; `stored`: the records restored by index), in place."""
         ...
 
 

@@ -35,10 +35,23 @@ def current_turn_start(messages: Sequence[Any]) -> int:
 
 
 def without_turn(items: Sequence[Any]) -> list[Any]:
-    """`items` with `turn` removed from each dict that has it (the others as they are)."""
-    return [
-        {k: v for k, v in item.items() if k != TURN_KEY}
-        if isinstance(item, dict) and TURN_KEY in item
-        else item
-        for item in items
-    ]
+    """`items` with `turn` removed from each that has it (the others as they are)."""
+    return [item_without_turn(item) for item in items]
+
+
+def item_without_turn(item: Any) -> Any:
+    """`item` without `turn`: a dict copy without the key, or, for a pydantic message object
+    carrying `turn` as an extra field (LiteLLM's `Message`), its dict without it."""
+    if isinstance(item, dict):
+        if TURN_KEY not in item:
+            return item
+        return {k: v for k, v in item.items() if k != TURN_KEY}
+    if getattr(item, TURN_KEY, None) is None and TURN_KEY not in (
+        getattr(item, "model_extra", None) or {}
+    ):
+        return item
+    dump = getattr(item, "model_dump", None)
+    as_mapping = dump() if callable(dump) else None
+    if not isinstance(as_mapping, dict):
+        return item
+    return {k: v for k, v in as_mapping.items() if k != TURN_KEY}

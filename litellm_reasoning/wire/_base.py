@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.dialect import REASONING_KEYS, Dialect, Finished, strip_reasoning
 from ..core.reasoning import Reasoning
+from ..core.render import Rendered
 
 
 class BaseDialect:
@@ -33,5 +34,10 @@ class BaseDialect:
     def patch_wire(self, sent: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
         return sent
 
+    def finish(
+        self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
+    ) -> Finished:
+        return Finished()
 
-__all__ = ["REASONING_KEYS", "BaseDialect", "Dialect", "strip_reasoning"]
+
+__all__ = ["REASONING_KEYS", "BaseDialect", "Dialect", "Finished", "strip_reasoning"]

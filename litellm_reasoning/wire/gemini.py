@@ -31,12 +31,13 @@ from __future__ import annotations
 
 import base64
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..core.extract import GEMINI, canonical_signature, split_tool_call_id
+from ..core.extract import GEMINI, canonical_signature, signature_bytes, split_tool_call_id
 from ..core.reasoning import Reasoning
-from ._base import BaseDialect, strip_reasoning
+from ..core.render import Rendered
+from ._base import BaseDialect, Finished, strip_reasoning
 
 DUMMY_SIGNATURE = base64.b64encode(b"context_engineering_is_the_way_to_go").decode("ascii")
 """Google's documented stand-in for a signature Gemini never issued (FAQ of
@@ -97,8 +98,6 @@ class GeminiDialect(BaseDialect):
 
     name: ClassVar[str] = "gemini"
     platform: ClassVar[str] = "gemini"
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
     prefers_opaque: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:
@@ -127,6 +126,21 @@ class GeminiDialect(BaseDialect):
                     calls[index] = _signed_call(calls[index], part.data)
             out["tool_calls"] = calls
         return out
+
+    def finish(
+        self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
+    ) -> Finished:
+        """Results' ids without LiteLLM's signature suffix; and Gemini 3+ rejects a
+        current-turn step whose first function call is unsigned (a call another provider made
+        before a switch, a store miss): it gets the signature the client kept in the call's
+        id, or the documented dummy."""
+        rendered.messages = clean_tool_results(rendered.messages)
+        if not requires_signed_calls(model):
+            return Finished()
+        rendered.messages, from_ids, dummies = sign_current_steps(
+            sent, rendered.messages, rendered.turn_start, rendered.missing
+        )
+        return Finished(signed_from_ids=from_ids, dummy_signed=dummies)
 
 
 def _call_index(calls: list[Any], where: dict[str, Any]) -> int | None:
@@ -212,3 +226,40 @@ def clean_tool_results(messages: list[Any]) -> list[Any]:
             if signature:
                 out[index] = {**message, "tool_call_id": clean}
     return out
+
+
+LITELLM_PLACEHOLDER_SIGNATURE = base64.b64encode(b"skip_thought_signature_validator").decode()
+"""What LiteLLM puts in place of a thought signature it does not want validated."""
+
+
+def placeholders_for(restored: Iterable[Reasoning], body: Any) -> bool:
+    """A Gemini body, sent again for a call into which the `restored` signed records went, in
+    which LiteLLM replaced those signatures by its skip-validator placeholder (none of ours is
+    left, a placeholder is there): LiteLLM 1.110+ retrying a signature refusal itself."""
+    if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
+        return False
+    ours = {
+        signature_bytes(value)
+        for record in restored
+        for part in record.parts
+        for value in (part.signature, part.data)
+        if value
+    }
+    if not ours:
+        return False
+    sent: list[str] = [
+        part["thoughtSignature"]
+        for content in body["contents"]
+        if isinstance(content, dict)
+        for part in content.get("parts") or ()
+        if isinstance(part, dict) and isinstance(part.get("thoughtSignature"), str)
+    ]
+    if any(signature_bytes(value) in ours for value in sent):
+        return False
+    return LITELLM_PLACEHOLDER_SIGNATURE in sent
+
+
+def is_gemini(dialect: object) -> bool:
+    """Whether `dialect` is Gemini's (the API or Vertex): its body is `contents`, rebuilt by
+    LiteLLM's own converter on the sync path."""
+    return isinstance(dialect, GeminiDialect)

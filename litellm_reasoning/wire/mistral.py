@@ -40,9 +40,6 @@ class MistralDialect(BaseDialect):
     """The reasoning text as a leading closed thinking chunk in `content`; nothing else."""
 
     name: ClassVar[str] = "mistral"
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
-    prefers_opaque: ClassVar[bool] = False
     patches_body: ClassVar[bool] = True
     patches_wire: ClassVar[bool] = True
     """Async calls too get `patch_wire` on the provider body (LiteLLM 1.106 loses the chunk)."""

@@ -13,9 +13,7 @@ class NoReasoningDialect(BaseDialect):
     """Every reasoning field removed from every assistant message."""
 
     name: ClassVar[str] = "no_reasoning"
-    passthrough: ClassVar[bool] = False
     accepts_reasoning: ClassVar[bool] = False
-    prefers_opaque: ClassVar[bool] = False
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         return strip_reasoning(message)
@@ -27,8 +25,6 @@ class PassthroughDialect(BaseDialect):
 
     name: ClassVar[str] = "passthrough"
     passthrough: ClassVar[bool] = True
-    accepts_reasoning: ClassVar[bool] = True
-    prefers_opaque: ClassVar[bool] = False
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         return message

@@ -17,9 +17,6 @@ class ReasoningContentDialect(BaseDialect):
 
     name: ClassVar[str] = "openai_chat"
     field: ClassVar[str] = "reasoning_content"
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
-    prefers_opaque: ClassVar[bool] = False
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...core.extract import BLOCK_TYPES
 from ...core.policy import TurnPolicy
 from ...core.reasoning import Reasoning, ReasoningPart
-from .._base import BaseDialect, strip_reasoning
+from ...core.render import Rendered
+from .._base import BaseDialect, Finished, strip_reasoning
 
 ANTHROPIC_ISSUERS = {
     "anthropic": frozenset({"anthropic"}),
@@ -123,8 +124,6 @@ class AnthropicDialect(BaseDialect):
 
     name: ClassVar[str] = "anthropic"
     platform: ClassVar[str] = "anthropic"
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
     prefers_opaque: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:
@@ -140,6 +139,15 @@ class AnthropicDialect(BaseDialect):
         """Claude's validity rule adds to the turn rule: the open tool loop's message keeps its
         blocks (`open_tool_loop`)."""
         return open_tool_loop(messages)
+
+    def finish(
+        self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
+    ) -> Finished:
+        """The blocks of each kept message whose record knows where they stood, in that order
+        (`body.layouts_of`; the provider body is laid out after LiteLLM translated it)."""
+        from .body import layouts_of  # the body module builds on this one
+
+        return Finished(layouts=dict(layouts_of(rendered, stored)))
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)

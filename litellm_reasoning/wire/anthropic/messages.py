@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...core.extract import BLOCK_TYPES, _parts_from_blocks
+from ...core.policy import TurnPolicy
 from ...core.reasoning import Reasoning
 from ...core.turns import TURN_KEY
 from .dialect import apply_layout, layout_of_blocks, thinking_blocks
@@ -180,3 +181,71 @@ def _apply_delta(block: dict[str, Any], delta: Any, json_pieces: list[str]) -> N
         block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
     elif kind == "input_json_delta":
         json_pieces.append(str(delta.get("partial_json") or ""))
+
+
+def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:
+    """Whether an Anthropic-format assistant message carries its reasoning under `policy`:
+    the current turn always (Claude's tool loop needs it), earlier turns as the policy says."""
+    if index > turn_start:
+        return True
+    if policy is TurnPolicy.ALL_TURNS:
+        return True
+    if policy is TurnPolicy.TOOL_CALLS_ALL_TURNS:
+        content = message.get("content")
+        return isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_use" for b in content
+        )
+    return False
+
+
+def wanted(
+    scope: str, messages: Sequence[Any], policy: TurnPolicy, turn_start: int, digests: Sequence[str]
+) -> dict[int, str]:
+    """Message index -> store key of each assistant message that came without its blocks and
+    carries reasoning under `policy`."""
+    out: dict[int, str] = {}
+    for i, message in enumerate(messages):
+        if (
+            isinstance(message, dict)
+            and message.get("role") == "assistant"
+            and not reasoning_blocks(message)
+            and keeps(policy, i, turn_start, message)
+        ):
+            out[i] = message_key(scope, digests[i], message)
+    return out
+
+
+def restore(
+    messages: Sequence[Any], wanted: Mapping[int, str], stored: Mapping[int, Reasoning], start: int
+) -> tuple[list[Any], list[int]]:
+    """`messages` with the stored blocks back in place, and where they went. Earlier turns:
+    Claude lets a leading run of blocks go, not one in the middle, so an earlier message
+    before the last one missing its record gets none."""
+    last_miss = max((i for i in wanted if i < start and i not in stored), default=-1)
+    out, restored_at = list(messages), []
+    for i, record in stored.items():
+        if i < last_miss:
+            continue
+        message = with_blocks(messages[i], record)
+        if message is not None:
+            out[i] = message
+            restored_at.append(i)
+    return out, restored_at
+
+
+def summary_counts(
+    messages: Sequence[Any], restored: Sequence[int], missing: Sequence[int]
+) -> tuple[dict[str, str], list[Reasoning]]:
+    """Per message "restored" / "kept" / "missing" for the decisions summary, and the records
+    the request carries (what its reasoning tokens are counted from)."""
+    per_message: dict[str, str] = {}
+    sent: list[Reasoning] = []
+    for i, message in enumerate(messages):
+        blocks = reasoning_blocks(message)
+        if blocks:
+            per_message[str(i)] = "restored" if i in restored else "kept"
+            record = record_of_reply(blocks, provider=None, model=None)
+            if record is not None:
+                sent.append(record)
+    per_message.update(dict.fromkeys(map(str, missing), "missing"))
+    return per_message, sent

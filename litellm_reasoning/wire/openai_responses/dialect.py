@@ -55,6 +55,25 @@ def with_encrypted_include(include: Any) -> list[Any]:
     return values
 
 
+def ask_for_encrypted_content(request: dict[str, Any], model: str) -> None:
+    """Add `reasoning.encrypted_content` to the request's `include` (where the caller put
+    theirs: top level or `extra_body`), for reasoning models or a request that asks for
+    reasoning: other models reject it."""
+    extra = request.get("extra_body")
+    extra = extra if isinstance(extra, dict) else {}
+    asked = any(
+        source.get(name)
+        for source in (request, extra)
+        for name in ("reasoning", "reasoning_effort")
+    )
+    if not (is_reasoning_model(model) or asked):
+        return
+    if "include" in extra:
+        extra["include"] = with_encrypted_include(extra["include"])
+    else:
+        request["include"] = with_encrypted_include(request.get("include"))
+
+
 def encrypted_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
     """The parts the Responses API can take back: encrypted items with their content."""
     return tuple(part for part in reasoning.parts if part.kind == "encrypted" and part.data)
@@ -86,8 +105,6 @@ class ResponsesItemsDialect(BaseDialect):
     Sent without `rs_` ids (see the module docstring)."""
 
     name: ClassVar[str] = "openai_responses"
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
     prefers_opaque: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:

@@ -60,8 +60,6 @@ class OpenRouterDialect(BaseDialect):
     name: ClassVar[str] = "openrouter"
     family: ClassVar[str | None] = None
     """The upstream family of the target model (`anthropic/…` → `anthropic`)."""
-    passthrough: ClassVar[bool] = False
-    accepts_reasoning: ClassVar[bool] = True
     prefers_opaque: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:

@@ -1,0 +1,196 @@
+"""The reply side: a call's reply read into records (by the provider adapters' readers) and
+stored under the keys its assistant message will have when the client sends it back."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core import identity
+from ..core.extract import reasoning_from_message
+from ..core.reasoning import Reasoning
+from ..wire.anthropic import body as claude
+from ..wire.anthropic.dialect import CLAUDE_PROVIDERS
+from ..wire.openai_responses import input_items as responses_input
+from ..wire.openrouter.stream import StreamedDetails
+from .calls import CallState, Capture
+from .flows import Flow, Write
+from .kwargs import as_dict
+from .streams import OneMessage, may_capture, responses_output, stream_chunks
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+logger = logging.getLogger("litellm_reasoning")
+
+_REDACTED = "redacted-by-litellm"
+
+
+def capture(
+    engine: Engine, state: CallState | None, response: Any, source: Any = None
+) -> Flow[None]:
+    """Store the reasoning of `response`, once per call. `source`: the reply's stream chunks,
+    or LiteLLM's logging details holding the raw body (where Claude's block order is read)."""
+    if state is None:
+        return
+    if not may_capture(state, response):
+        state.claim()  # a stream cut before its finish: never kept, and nothing to wait for
+        engine.pending.close(state.id)
+        return
+    try:
+        call, records = _records_of(engine, state, response, source)
+        if records:
+            yield Write(call.scope, records)
+            engine.report.stats["captured"] += primary(records)
+    except Exception as exc:
+        engine.report.fail("capturing the reply's reasoning", exc)
+    finally:
+        engine.pending.close(state.id)
+
+
+def _records_of(
+    engine: Engine, state: CallState, response: Any, source: Any
+) -> tuple[Capture, dict[str, Reasoning]]:
+    call = state.claim()
+    if call is None:
+        return Capture("", "", None, None), {}
+    try:
+        raw = claude.raw_reply(call.provider, source)
+        chunks = source if isinstance(source, list) else None
+        if chunks is None and call.provider in CLAUDE_PROVIDERS:
+            chunks = stream_chunks(state)
+        layout = claude.reply_layout(call.provider, chunks, raw)
+        transformed = claude.input_transformations(call.provider, response, raw)
+        _report_transformations(engine, state, transformed)
+        found = records(engine, call, response, state.streamed_details, layout)
+        if call.origin is not None:
+            found = {
+                key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
+                for key, record in found.items()
+            }
+        return call, found
+    except Exception as exc:
+        engine.report.fail("capturing the reply's reasoning", exc)
+        return call, {}
+
+
+def _report_transformations(engine: Engine, state: CallState, found: list[dict[str, Any]]) -> None:
+    """Claude's `input_transformations` (blocks of the request the API dropped or let through
+    silently): into the request's decisions summary, counted, logged at DEBUG."""
+    if not found:
+        return
+    engine.report.stats["input_transformations"] += len(found)
+    if state.reported is not None:
+        state.reported["input_transformations"] = found
+    logger.debug(
+        "litellm-reasoning: Claude transformed %d block(s) of the request: %s", len(found), found
+    )
+
+
+def records(
+    engine: Engine,
+    call: Capture,
+    response: Any,
+    streamed: StreamedDetails | None = None,
+    layout: tuple[str, ...] = (),
+) -> dict[str, Reasoning]:
+    """Store key -> record of each choice of a chat (or Responses) reply."""
+    output = responses_output(response)
+    if output is None and call.responses_input:
+        # LiteLLM's bridge rendered through the Responses hook (sync calls): its chat reply.
+        choices = getattr(response, "choices", None) or [None]
+        message = as_dict(getattr(choices[0], "message", None))
+        output = responses_input.output_from_chat(message) if message else None
+    if output is not None:
+        return _responses_records(engine, call, output)
+    out: dict[str, Reasoning] = {}
+    for number, choice in enumerate(getattr(response, "choices", None) or ()):
+        message = as_dict(getattr(choice, "message", None))
+        if message is None:
+            continue
+        if streamed is not None:
+            _add_streamed_details(message, streamed, choice, number)
+        reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
+        if reasoning is not None:
+            reasoning = sendable(reasoning)
+        if reasoning is not None and layout and number == 0:
+            calls = message.get("tool_calls") or ()
+            if layout.count("r") == len(reasoning.parts) and layout.count("u") == len(calls):
+                reasoning = dataclasses.replace(reasoning, layout=layout)
+        if reasoning is None or reasoning.is_empty:
+            continue
+        if reasoning.text == _REDACTED:
+            engine.report.fail(
+                "capture", RuntimeError("LiteLLM redacted the reply (turn_off_message_logging)")
+            )
+            continue
+        message.setdefault("role", "assistant")
+        shape = identity.canonical(message)
+        digest = identity.chain(call.digest, shape)
+        key = identity.message_key(call.scope, message, digest, shape, call.anchor)
+        out[key] = reasoning
+        legacy = (
+            identity.legacy_tool_call_key(call.scope, message, shape)
+            if engine.legacy_keys_on
+            else None
+        )
+        if legacy is not None:  # for replicas still on the previous release
+            out[legacy] = dataclasses.replace(reasoning, superseded=True)
+    return out
+
+
+def _responses_records(
+    engine: Engine, call: Capture, output: list[dict[str, Any]]
+) -> dict[str, Reasoning]:
+    if call.responses_input:
+        conversation = responses_input.Conversation(call.scope, [], digest=call.digest)
+        return responses_input.records(
+            conversation, output, provider=call.provider, model=call.model
+        )
+    # The chat bridge: keyed as the assistant chat message LiteLLM made of the reply.
+    message = responses_input.chat_message(output)
+    return records(engine, call, OneMessage(message))
+
+
+def _add_streamed_details(
+    message: dict[str, Any], streamed: StreamedDetails, choice: Any, number: int
+) -> None:
+    """A streamed OpenRouter reply: put its merged `reasoning_details` on `message` (only when
+    complete; LiteLLM's assembled message has none)."""
+    psf = message.get("provider_specific_fields")
+    if message.get("reasoning_details") or (isinstance(psf, dict) and psf.get("reasoning_details")):
+        return
+    index = getattr(choice, "index", None)
+    details = streamed.take(index if isinstance(index, int) else number)
+    if details:
+        message["reasoning_details"] = details
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def sendable(reasoning: Reasoning) -> Reasoning | None:
+    """`reasoning` as it can go back on the wire. A lone UTF-16 surrogate (an emoji LiteLLM
+    split across two stream chunks) is valid JSON but no HTTP client can send it: in plain
+    text it becomes U+FFFD; signed text cannot change, so such a record is not kept."""
+    if not any(_LONE_SURROGATE.search(part.text) for part in reasoning.parts):
+        return reasoning
+    if any(part.signature for part in reasoning.parts if _LONE_SURROGATE.search(part.text)):
+        logger.warning(
+            "litellm-reasoning: a signed reasoning block holds a broken character (a lone "
+            "surrogate); it cannot be sent back and is not kept"
+        )
+        return None
+    parts = tuple(
+        dataclasses.replace(part, text=_LONE_SURROGATE.sub("\ufffd", part.text))
+        for part in reasoning.parts
+    )
+    return dataclasses.replace(reasoning, parts=parts)
+
+
+def primary(found: Mapping[str, Reasoning]) -> int:
+    """How many of `found` are this release's own records (not copies for 0.1.0 readers)."""
+    return sum(not record.superseded for record in found.values())

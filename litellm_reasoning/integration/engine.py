@@ -1,0 +1,447 @@
+"""The request side of one callback: a call's target and scope, the store lookup (waiting for
+captures still running), rendering by the core, the provider's strip rule and the budget.
+One flow serves the sync and the async path (`flows`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import identity
+from ..core.decisions import summarize
+from ..core.healing import signed_or_encrypted
+from ..core.limits import Limited, TokenCounter, apply_limits
+from ..core.policy import TurnPolicy
+from ..core.reasoning import Reasoning
+from ..core.render import Rendered, effective_turn_start, plan, render
+from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
+from ..memo.pending import PendingCaptures
+from ..memo.prefix_cache import History, PrefixCache
+from ..memo.refused import RefusedRecords
+from ..memo.targets import TargetCache
+from ..memo.token_counts import TokenMemo
+from ..stores import ReasoningStore
+from ..wire import get_dialect
+from ..wire.anthropic.dialect import layout_candidates
+from . import capture
+from . import kwargs as read
+from .calls import CallState, Capture, RenderedFor, new_state
+from .flows import Flow, Read, WaitAny, adrive, drive
+from .reporting import Reporter
+from .streams import finished_stream
+
+logger = logging.getLogger("litellm_reasoning")
+
+
+@dataclass(slots=True)
+class Request:
+    """One request being rendered: its target, scope and the store keys it looks up."""
+
+    kwargs: Mapping[str, Any]
+    messages: list[Any]
+    target: Target
+    provider: str | None
+    model: str | None
+    scope: str
+    keys: dict[int, str]
+    """Message index -> store key, for the messages whose reasoning is looked up."""
+    before: dict[int, str]
+    """Message index -> digest of the conversation before it (what its capture is filed under)."""
+    digest: str
+    """Digest of the whole history: the state this call's reply answers."""
+    owns: list[Reasoning | None]
+    """The reasoning each message carries itself (read once)."""
+    legacy: dict[int, str]
+    """Message index -> the previous release's key of a tool-call message (rolling upgrades)."""
+    anchor: identity.Anchor
+    """Where this call's reply will stand in its turn."""
+    history: History | None = None
+    """The history as hashed (kept after rendering, so the next request reuses it)."""
+    origin: tuple[str, str | None] = ("", None)
+    """(`identity.origin_of` the deployment, its Router id)."""
+
+
+@dataclass(slots=True)
+class Engine:
+    """What one callback instance knows and keeps between requests."""
+
+    store: ReasoningStore
+    report: Reporter
+    namespace: str
+    overrides: list[Override]
+    capture_wait_seconds: float
+    max_reasoning_tokens: int | None
+    count_tokens: TokenCounter
+    scope_from_client: bool
+    legacy_keys: bool
+    pending: PendingCaptures
+    histories: PrefixCache = dataclasses.field(default_factory=PrefixCache)
+    targets: TargetCache = dataclasses.field(default_factory=TargetCache)
+    refused: RefusedRecords = dataclasses.field(default_factory=RefusedRecords)
+    healed_policies: dict[tuple[str | None, str | None, str], TurnPolicy] = dataclasses.field(
+        default_factory=dict
+    )
+    """(provider, model, dialect) -> the policy a refusal of that target asked for."""
+    token_memo: TokenMemo = dataclasses.field(init=False)
+
+    def __post_init__(self) -> None:
+        self.token_memo = TokenMemo(self.count_tokens)
+
+    @property
+    def legacy_keys_on(self) -> bool:
+        """Only a store that outlives the process can hold (or share) what 0.1.0 reads and
+        wrote."""
+        return self.legacy_keys and self.store.persistent
+
+    # ------------------------------------------------------------------ target and scope
+
+    def scope(self, kwargs: Mapping[str, Any]) -> str:
+        return read.scope_of(kwargs, self.namespace, from_client=self.scope_from_client)
+
+    def target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
+        """The target of a chat call, resolved once per deployment and request shape (LiteLLM's
+        provider lookup is most of a short request's fixed cost)."""
+        has_tools, preserved_thinking, template_kept = read.request_facts(kwargs)
+        key: tuple[Any, ...] | None = (
+            *read.deployment_key(kwargs),
+            has_tools,
+            preserved_thinking,
+            template_kept,
+            *self.overrides,
+        )
+        try:
+            resolved = self.targets.get(key)
+        except TypeError:  # an unhashable input: resolved every time
+            resolved, key = None, None
+        if resolved is not None:
+            return self.healed(*resolved)
+        provider, bare_model, api_base, names = read.deployment(kwargs)
+        target = resolve_target(
+            provider,
+            bare_model,
+            api_base,
+            has_tools=has_tools,
+            preserved_thinking=preserved_thinking,
+            template_keeps_thinking=template_kept,
+            names=names,
+            overrides=self.overrides,
+        )
+        if key is not None:
+            self.targets.put(key, (target, provider, bare_model))
+        return self.healed(target, provider, bare_model)
+
+    def responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
+        """The target of a native Responses call: resolved as the `responses/<model>` model of
+        its provider, so overrides and the providers table treat both paths alike."""
+        provider, bare, api_base, names = read.deployment(kwargs)
+        target = resolve_target(
+            provider,
+            RESPONSES_PREFIX + bare,
+            api_base,
+            names=[bare, *names],
+            overrides=self.overrides,
+        )
+        return target, provider, bare
+
+    def healed(
+        self, target: Target, provider: str | None, model: str
+    ) -> tuple[Target, str | None, str]:
+        """The target, with the policy a refusal of this provider asked for (`refusals`)."""
+        if self.healed_policies:
+            policy = self.healed_policies.get((provider, model, target.dialect))
+            if policy is not None and policy is not target.policy:
+                why = f"{target.why}; the provider refused the previous policy ({policy.value} now)"
+                target = dataclasses.replace(target, policy=policy, why=why)
+        return target, provider, model
+
+    # ------------------------------------------------------------------ per-call state
+
+    def start(self, details: dict[str, Any] | None) -> CallState:
+        """A new state for this attempt of a call; the attempt it replaces (a retry) is over."""
+        state, previous = new_state(details)
+        if previous is not None:
+            self.pending.close(previous.id)
+        return state
+
+    def begin(self, state: CallState, capture_of: Capture) -> None:
+        """Remember what this call's capture needs, and open it for later requests to wait on."""
+        state.capture = capture_of
+        state.handled = True
+        self.pending.open(state.id, capture_of.scope, capture_of.digest, state)
+
+    # ------------------------------------------------------------------ lookup
+
+    def lookup(
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        legacy: Mapping[int, str] | None = None,
+    ) -> Flow[dict[str, Reasoning]]:
+        """The stored records of `keys` (and, in the same read, of the `legacy` keys), waiting
+        (at most `capture_wait_seconds`) for a capture still running for a reply they belong
+        to (streams and sync calls capture after the caller has the reply); a finished stream
+        nobody captured yet (a client that stopped reading at the finish chunk) is captured
+        now instead of waited for."""
+        if not keys:
+            return {}
+        wanted = sorted({*keys.values(), *(legacy.values() if legacy else ())})
+        found: dict[str, Reasoning] = yield Read(scope, wanted)
+        deadline = time.monotonic() + self.capture_wait_seconds
+        while True:
+            events, ready = self._open_captures(scope, keys, before, found)
+            for state, assembled in ready:
+                yield from capture.capture(self, state, assembled)
+            if not events and not ready:
+                break
+            if events:
+                self.report.stats["waited"] += 1
+                if not (yield WaitAny(events, deadline)):
+                    break
+            missing = sorted({key for key in keys.values() if key not in found})
+            found.update((yield Read(scope, missing)))
+        return found
+
+    async def lookup_async(
+        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+    ) -> dict[str, Reasoning]:
+        return await adrive(self.store, self.lookup(scope, keys, before))
+
+    def _open_captures(
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        found: Mapping[str, Reasoning],
+    ) -> tuple[list[Any], list[tuple[CallState, Any]]]:
+        """Captures still running for replies this request continues and has no record of
+        (`before[i]`: the conversation state message `i` answered; absent: none to wait for),
+        and the finished streams among them nobody captured yet."""
+        events: list[Any] = []
+        ready: list[tuple[CallState, Any]] = []
+        for i, key in keys.items():
+            if key in found or i not in before:
+                continue
+            for event, state in self.pending.owners(scope, before[i]):
+                if event.is_set():
+                    continue
+                if isinstance(state, CallState):
+                    try:
+                        assembled = finished_stream(state)
+                    except Exception as exc:
+                        self.report.fail("assembling a finished stream", exc)
+                        assembled = None
+                    if assembled is not None:
+                        ready.append((state, assembled))
+                        continue
+                events.append(event)
+        return events, ready
+
+    # ------------------------------------------------------------------ rendering
+
+    def prepare(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Request:
+        target, provider, model = self.target(kwargs)
+        scope = self.scope(kwargs)
+        dialect = get_dialect(target.dialect)
+        # One pass over the history (reusing what the conversation's earlier request hashed):
+        # the digests name this call's reply and the lookups.
+        history = self.histories.walk(scope, messages)
+        owns = history.owns
+        wanted = plan(messages, dialect, target.policy, owns, history.assistant)
+        if dialect.keeps_block_order:
+            # The record of a tool-call message the client kept holds where its blocks stood.
+            start = effective_turn_start(messages, dialect)
+            more = layout_candidates(messages, target.policy, history.assistant, start)
+            wanted = sorted({*wanted, *more})
+        digests, empty = history.digests, identity.EMPTY_DIGEST
+        return Request(
+            kwargs,
+            messages,
+            target,
+            provider,
+            model,
+            scope,
+            history.keys_for(wanted),
+            {i: digests[i - 1] if i > 0 else empty for i in wanted},
+            history.digest,
+            owns,
+            history.legacy_keys_for(wanted) if self.legacy_keys_on else {},
+            history.anchor(len(messages)),
+            history,
+            read.origin(kwargs, provider),
+        )
+
+    def render_flow(
+        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+    ) -> Flow[tuple[Rendered, Target]]:
+        request = self.prepare(kwargs, messages)
+        found = yield from self.lookup(request.scope, request.keys, request.before, request.legacy)
+        return self.complete(request, found, state), request.target
+
+    async def arender(
+        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+    ) -> tuple[Rendered, Target]:
+        return await adrive(self.store, self.render_flow(kwargs, messages, state))
+
+    def render(
+        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+    ) -> tuple[Rendered, Target]:
+        return drive(self.store, self.render_flow(kwargs, messages, state))
+
+    def complete(
+        self, request: Request, found: Mapping[str, Reasoning], state: CallState
+    ) -> Rendered:
+        found = self.refused.without_refused(request.scope, found)
+        stored = self.of_origin(
+            _stored_records(request.keys, request.legacy, found),
+            request.origin[0],
+            request.provider,
+        )
+        dialect = get_dialect(request.target.dialect)
+        history = request.history
+        rendered = render(
+            request.messages,
+            dialect,
+            request.target.policy,
+            stored,
+            request.owns,
+            assistant=history.assistant if history is not None else None,
+            flagged=history.flagged if history is not None else None,
+            recipes=history.recipes if history is not None else None,
+        )
+        finished = dialect.finish(request.messages, rendered, stored, request.model or "")
+        state.layouts = finished.layouts
+        if finished.signed_from_ids or finished.dummy_signed:
+            self.report.stats["dummy_signatures"] += len(finished.dummy_signed)
+            logger.debug(
+                "litellm-reasoning: %s: first function calls of messages %s signed with the "
+                "signature kept in their id, of messages %s with the dummy signature (no "
+                "signature from this platform)",
+                request.target.dialect,
+                finished.signed_from_ids,
+                finished.dummy_signed,
+            )
+        if history is not None:
+            self.histories.remember(history)
+        limited = self._limit(request, rendered, stored)
+        state.rendered_for = RenderedFor(
+            request.provider, request.model, request.target.dialect, request.target.policy
+        )
+        # What went into this request from the store (what a refusal of it evicts), as
+        # references: turned into keys only when a refusal asks.
+        state.restored = {}
+        state.restored_source = (request.keys, request.legacy, stored, rendered.restored)
+        self.begin(
+            state,
+            Capture(
+                request.scope,
+                request.digest,
+                request.provider,
+                request.model,
+                anchor=request.anchor,
+                bridged=request.target.dialect == "openai_responses",
+                origin=request.origin[0],
+                deployment=request.origin[1],
+            ),
+        )
+        self.report.rendered(rendered, request.target.dialect)
+        try:
+            self.report.decide(request.kwargs, summarize(rendered, request.target, limited), state)
+        except Exception as exc:  # reporting never undoes the rendering
+            self.report.fail("reporting the request's decisions", exc)
+        return rendered
+
+    def of_origin(
+        self, stored: dict[int, Reasoning], origin: str, provider: str | None
+    ) -> dict[int, Reasoning]:
+        """`stored` as this deployment may receive it: signed and encrypted parts another
+        deployment of this provider issued with other credentials (another organisation,
+        account or project) are left out, their text stays where the dialect takes plain
+        text. Another provider's records are the dialect's to judge (`dropped_foreign`)."""
+        foreign = [
+            i
+            for i, record in stored.items()
+            if record.origin is not None
+            and record.origin != origin
+            and record.provider == provider
+            and signed_or_encrypted(record)
+        ]
+        if not foreign:
+            return stored
+        out = dict(stored)
+        for i in foreign:
+            readable = _readable_parts(out[i])
+            if readable is None:
+                del out[i]
+            else:
+                out[i] = readable
+        self.report.stats["foreign_origin"] += len(foreign)
+        logger.debug(
+            "litellm-reasoning: the signed or encrypted reasoning of messages %s was issued by "
+            "another deployment (another organisation, account or project): left out",
+            foreign,
+        )
+        return out
+
+    def _limit(
+        self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
+    ) -> Limited:
+        """The provider's strip rule and the budget, after the policy."""
+        restored_as_rendered = list(rendered.restored)  # the limits take indices out of it
+        restored: set[int] = set()
+
+        def reasoning_at(index: int) -> Reasoning | None:
+            # Asked only for what the memo does not know yet (the newest messages, or all on
+            # a cold request): the set is made on the first such call.
+            if not restored and restored_as_rendered:
+                restored.update(restored_as_rendered)
+            return stored.get(index) if index in restored else request.owns[index]
+
+        history = request.history
+        # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
+        # is reused only while that reasoning is the same value): counted once per recipe.
+        counted = self.token_memo.bind(
+            history.recipes if history is not None else None, reasoning_at
+        )
+        limited = apply_limits(
+            rendered,
+            request.messages,
+            get_dialect(request.target.dialect),
+            request.target.policy,
+            strip=request.target.strip,
+            max_tokens=self.max_reasoning_tokens,
+            counted=counted,
+            assistant=history.assistant if history is not None else None,
+        )
+        self.report.stats["over_budget"] += len(limited.over_budget)
+        return limited
+
+
+def _stored_records(
+    keys: Mapping[int, str], legacy: Mapping[int, str], found: Mapping[str, Reasoning]
+) -> dict[int, Reasoning]:
+    """Message index -> its record: under its own key, else one the previous release wrote
+    under its legacy key (never this release's superseded copy there)."""
+    stored = {i: found[key] for i, key in keys.items() if key in found}
+    for i, key in legacy.items():
+        record = found.get(key)
+        if i not in stored and record is not None and not record.superseded:
+            stored[i] = record
+    return stored
+
+
+def _readable_parts(record: Reasoning) -> Reasoning | None:
+    """`record` without what only its issuer can read (signatures, encrypted and redacted
+    data); None when nothing else is left."""
+    parts = tuple(
+        dataclasses.replace(part, signature=None)
+        for part in record.parts
+        if not part.data and part.text
+    )
+    if not parts:
+        return None
+    return dataclasses.replace(record, parts=parts, layout=(), origin=None)

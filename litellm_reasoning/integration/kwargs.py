@@ -1,0 +1,156 @@
+"""Reading LiteLLM's per-call kwargs: the call type, the deployment a call goes to, its tenant
+scope, its credential fingerprint and request parameters; and removing `turn` from messages."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Mapping
+from typing import Any
+
+from litellm import get_llm_provider
+
+from ..core import identity
+from ..core.policy import provider_manages_thinking, template_keeps_thinking
+
+COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
+RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
+MESSAGES_CALL_TYPES = frozenset({"anthropic_messages"})
+RENDERED_AFTER_ROUTING = COMPLETION_CALL_TYPES | RESPONSES_CALL_TYPES | MESSAGES_CALL_TYPES
+"""Call types whose `turn` the deployment hook reads (and removes) after routing."""
+
+
+def call_type_name(call_type: Any) -> str:
+    return str(getattr(call_type, "value", call_type) or "")
+
+
+def as_dict(obj: Any) -> dict[str, Any] | None:
+    if isinstance(obj, dict):
+        return obj
+    dump = getattr(obj, "model_dump", None)
+    if callable(dump):
+        result = dump()
+        return result if isinstance(result, dict) else None
+    return None
+
+
+def scope_of(kwargs: Mapping[str, Any], namespace: str, *, from_client: bool) -> str:
+    """The tenant scope of a call: the namespace, the proxy's virtual key and team, and (when
+    `from_client`) the end user and a namespace the client chose."""
+    metadata: dict[str, Any] = {}
+    params = kwargs.get("litellm_params")
+    for source in (
+        params.get("metadata") if isinstance(params, dict) else None,
+        kwargs.get("litellm_metadata"),
+        kwargs.get("metadata"),
+    ):
+        if isinstance(source, dict):
+            metadata.update(source)
+    parts = {
+        "ns": (metadata.get("reasoning_namespace") if from_client else None) or namespace,
+        "key": metadata.get("user_api_key_hash"),
+        "team": metadata.get("user_api_key_team_id"),
+        "user": (metadata.get("user_api_key_end_user_id") or kwargs.get("user"))
+        if from_client
+        else None,
+    }
+    return identity.scope_string(parts)
+
+
+def request_facts(kwargs: Mapping[str, Any]) -> tuple[bool, bool, bool]:
+    """(has tools, the provider manages thinking itself, the chat template keeps thinking):
+    read from the call's parameters, its `optional_params` and their `extra_body`."""
+    optional = kwargs.get("optional_params")
+    request = [kwargs, optional if isinstance(optional, dict) else {}]
+    request += [r["extra_body"] for r in list(request) if isinstance(r.get("extra_body"), dict)]
+    has_tools = any(r.get("tools") for r in request)
+    return has_tools, provider_manages_thinking(request), template_keeps_thinking(request)
+
+
+def deployment_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
+    """Every input of `deployment` (with `request_facts`, what a resolved target depends on)."""
+    params = kwargs.get("litellm_params")
+    params = params if isinstance(params, dict) else {}
+    metadata = kwargs.get("metadata")
+    return (
+        kwargs.get("model"),
+        kwargs.get("api_base"),
+        params.get("api_base"),
+        kwargs.get("custom_llm_provider"),
+        params.get("custom_llm_provider"),
+        metadata.get("model_group") if isinstance(metadata, dict) else None,
+    )
+
+
+def deployment(kwargs: Mapping[str, Any]) -> tuple[str | None, str, str | None, list[str]]:
+    """The deployment a call hits: LiteLLM provider, model without its provider prefix,
+    api_base, and the names overrides may match (`provider/model`, the model as given, the
+    Router / proxy model group)."""
+    params = kwargs.get("litellm_params")
+    params = params if isinstance(params, dict) else {}
+    model = str(kwargs.get("model") or "")
+    api_base = kwargs.get("api_base") or params.get("api_base")
+    provider = kwargs.get("custom_llm_provider") or params.get("custom_llm_provider")
+    bare = model
+    if provider and model.startswith(f"{provider}/"):
+        bare = model[len(provider) + 1 :]
+    elif not provider:
+        # No provider LiteLLM knows: rendered as passthrough.
+        with contextlib.suppress(Exception):
+            bare, provider, _, _ = get_llm_provider(model=model, api_base=api_base)
+    names = [f"{provider}/{bare}", model]
+    # Chat calls carry the Router / proxy model group in `metadata`, Responses calls in
+    # `litellm_metadata`.
+    for key in ("metadata", "litellm_metadata"):
+        metadata = kwargs.get(key)
+        if isinstance(metadata, dict) and metadata.get("model_group"):
+            names.append(str(metadata["model_group"]))
+    return provider, bare, api_base, names
+
+
+_CREDENTIALS = (
+    "api_key",
+    "organization",
+    "vertex_project",
+    "vertex_credentials",
+    "aws_access_key_id",
+    "aws_role_name",
+    "aws_profile_name",
+    "aws_bedrock_runtime_endpoint",
+)
+"""What tells one organisation, account or project apart among a provider's deployments."""
+
+
+def origin(kwargs: Mapping[str, Any], provider: str | None) -> tuple[str, str | None]:
+    """(`identity.origin_of` the deployment a call goes to, its Router id), from what the
+    caller or the Router deployment gave: on the sync path LiteLLM's logging details also
+    hold resolved values at the top level (an env key), so `litellm_params` (as given) wins,
+    and both paths fingerprint a deployment alike."""
+    params = kwargs.get("litellm_params")
+    params = params if isinstance(params, dict) else {}
+    details = "additional_args" in kwargs
+
+    def given(name: str) -> Any:
+        if name in params:
+            return params.get(name)
+        return None if details else kwargs.get(name)
+
+    info = given("model_info")
+    deployment_id = info.get("id") if isinstance(info, dict) else None
+    credentials = [given(name) for name in _CREDENTIALS]
+    # Not the endpoint: LiteLLM's logging details hold the resolved URL where the deployment
+    # hook has none, and an endpoint does not tell organisations apart, its credential does.
+    fingerprint = identity.origin_of(provider, credentials)
+    return fingerprint, str(deployment_id) if deployment_id is not None else None
+
+
+def request_param(kwargs: Mapping[str, Any], name: str) -> Any:
+    """A request parameter given directly or in `extra_body`."""
+    if name in kwargs:
+        return kwargs[name]
+    extra = kwargs.get("extra_body")
+    return extra.get(name) if isinstance(extra, dict) else None
+
+
+def is_sync_details(kwargs: Any) -> bool:
+    """`kwargs` is LiteLLM's logging state itself (the sync path's `log_pre_api_call`)."""
+    return isinstance(kwargs, dict) and "additional_args" in kwargs

@@ -1,0 +1,147 @@
+"""`/v1/messages` (Claude Code, the Anthropic SDKs) to a deployment LiteLLM sends the Anthropic
+body to: the Anthropic Messages format as an input format of its own (`wire.anthropic.messages`),
+with the stores, tenants, policies, summary and metrics of chat calls."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..core.decisions import DECISIONS
+from ..core.targets import Target
+from ..core.turns import without_turn
+from ..wire import get_dialect
+from ..wire.anthropic import messages as anthropic_messages
+from . import kwargs as read
+from .calls import CallState, Capture, RenderedFor, details_of
+from .flows import Flow, Write
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """Thinking blocks a client dropped go back in place, for the current turn and for the
+    earlier turns the target's policy keeps; nothing the client sent is taken out but `turn`
+    (this hook's rewrite reaches the wire)."""
+    messages = kwargs.get("messages")
+    if not isinstance(messages, list):
+        return None
+    state = engine.start(details_of(kwargs))
+    state.handled = state.messages_format = True  # never edited as a chat body later
+    try:
+        cleaned = without_turn(messages)
+        kwargs["messages"] = cleaned
+        target, provider, model = engine.target(kwargs)
+        dialect = get_dialect(target.dialect)
+        if not dialect.keeps_block_order:
+            return kwargs
+        scope = engine.scope(kwargs)
+        origin = read.origin(kwargs, provider)
+        digests = anthropic_messages.prefix_digests(cleaned)
+        start = anthropic_messages.turn_start(messages)
+        wanted = anthropic_messages.wanted(scope, cleaned, target.policy, start, digests)
+        found = engine.refused.without_refused(
+            scope, await engine.lookup_async(scope, wanted, {i: digests[i] for i in wanted})
+        )
+        stored = {
+            i: found[key]
+            for i, key in wanted.items()
+            if key in found and dialect.accepts(found[key])
+        }
+        stored = engine.of_origin(stored, origin[0], provider)
+        out, restored_at = anthropic_messages.restore(cleaned, wanted, stored, start)
+        kwargs["messages"] = out
+        missing = [i for i in wanted if i > start and i not in stored]
+        engine.report.stats["restored"] += len(restored_at)
+        engine.report.stats["missing"] += len(missing)
+        _decide(engine, kwargs, state, target, out, restored_at, missing)
+        state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+        state.restored = {wanted[i]: stored[i] for i in restored_at}
+        engine.begin(
+            state,
+            Capture(
+                scope,
+                digests[-1],
+                provider,
+                model,
+                origin=origin[0],
+                deployment=origin[1],
+                messages_format=True,
+            ),
+        )
+    except Exception as exc:
+        engine.report.fail("rendering the Anthropic-format request", exc)
+        state.forget_restored()
+        kwargs["messages"] = without_turn(messages)
+    return kwargs
+
+
+def _decide(
+    engine: Engine,
+    kwargs: Mapping[str, Any],
+    state: CallState,
+    target: Target,
+    messages: Sequence[Any],
+    restored: Sequence[int],
+    missing: Sequence[int],
+) -> None:
+    """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
+    it for chat)."""
+    per_message, sent = anthropic_messages.summary_counts(messages, restored, missing)
+    counts = dict.fromkeys(DECISIONS, 0)
+    counts.update(Counter(per_message.values()))
+    summary = {
+        "policy": target.policy.value,
+        "dialect": target.dialect,
+        "why": target.why,
+        "messages": per_message,
+        "counts": counts,
+        "reasoning_tokens": {"sent": sum(map(engine.count_tokens, sent)), "saved": 0},
+    }
+    engine.report.decide(kwargs, summary, state)
+
+
+def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:
+    """One chunk of a `/v1/messages` stream: at `message_stop` (before the client has that
+    event) the reply is captured from the SSE text received."""
+    try:
+        if state.captured or not state.messages_format:
+            return
+        text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
+        sse.append(text)
+        if "message_stop" not in "".join(sse[-2:]):
+            return
+        content = anthropic_messages.content_of_stream("".join(sse))
+    except Exception as exc:
+        engine.report.fail("reading a /v1/messages stream", exc)
+        return
+    if content is not None:
+        yield from capture(engine, state, content)
+
+
+def capture(engine: Engine, state: CallState | None, content: Any) -> Flow[None]:
+    """An Anthropic-format reply's content blocks, kept under the key its assistant message
+    will have when the client sends it back."""
+    if state is None or not isinstance(content, list):
+        return
+    call = state.claim()
+    try:
+        if call is None or not call.messages_format:
+            return
+        record = anthropic_messages.record_of_reply(
+            content, provider=call.provider, model=call.model
+        )
+        if record is None:
+            return
+        record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
+        message = {"role": "assistant", "content": content}
+        key = anthropic_messages.message_key(call.scope, call.digest, message)
+        yield Write(call.scope, {key: record})
+        engine.report.stats["captured"] += 1
+    except Exception as exc:
+        engine.report.fail("capturing the Anthropic-format reply", exc)
+    finally:
+        engine.pending.close(state.id)

@@ -1,0 +1,94 @@
+"""A provider refused reasoning the callback sent: the refused records are never sent again
+(this process's refused set at once, the store's delete for every replica), or the target
+moves to the policy the provider asked for (`core.healing` decides which)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..core import healing
+from .calls import CallState, state_in
+from .flows import Delete, Flow
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+def failed(engine: Engine, details: Any) -> Flow[None]:
+    """A failed call (LiteLLM's failure event): nothing to wait for any more, and what its
+    refusal evicts leaves the store."""
+    try:
+        state = state_in(details)
+        if state is None:
+            return
+        engine.pending.close(state.id)
+        evict = heal(engine, state, details)
+        if evict:
+            yield Delete(*evict)
+    except Exception as exc:
+        engine.report.fail("evicting refused reasoning from the store", exc)
+
+
+def heal_before_retry(
+    engine: Engine, state: CallState, failure: BaseException | None, tasks: set[Any]
+) -> None:
+    """LiteLLM retries a call from inside its `except` block, before any failure event: the
+    attempt that failed is the exception being handled. The refused set keeps the records out
+    of the retry at once; the store (every replica) follows without blocking the event loop
+    (`tasks` holds the delete while it runs)."""
+    if failure is None:
+        return
+    evict = heal(engine, state, {"exception": failure})
+    if not evict:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        engine.store.delete_many(*evict)
+        return
+    task = loop.create_task(engine.store.adelete_many(*evict))
+    tasks.add(task)
+
+    def deleted(done: asyncio.Task[None]) -> None:
+        tasks.discard(done)
+        if not done.cancelled() and done.exception() is not None:
+            engine.report.fail("evicting refused reasoning from the store", done.exception())  # type: ignore[arg-type]
+
+    task.add_done_callback(deleted)
+
+
+def heal(
+    engine: Engine, state: CallState, details: Mapping[str, Any]
+) -> tuple[str, list[str]] | None:
+    """A refusal of reasoning this call's request carried because of the callback: the
+    records restored into it are never restored again, or the target moves to the policy the
+    provider asked for. Returns what the store must delete, as (scope, keys). Runs before
+    LiteLLM's own retry of the call (its failure handler is awaited first) and before the
+    client can resend it."""
+    target, capture = state.rendered_for, state.capture
+    exception = details.get("exception")
+    if target is None or capture is None or exception is None:
+        return None
+    refusal = healing.classify(str(exception))
+    if refusal is None:
+        return None
+    restored = state.restored_records()
+    state.forget_restored()  # one healing per refused request
+    healed = healing.heal(refusal, restored, target.policy)
+    if healed is None:
+        return None
+    evicted = {key: restored[key] for key in healed.evict}
+    if evicted:
+        engine.refused.add(capture.scope, evicted)
+    if healed.policy is not None:
+        engine.healed_policies[(target.provider, target.model, target.dialect)] = healed.policy
+    if isinstance(state.reported, dict):
+        state.reported["refused"] = {
+            "kind": refusal.value,
+            "evicted": len(evicted),
+            **({"policy": healed.policy.value} if healed.policy is not None else {}),
+        }
+    engine.report.refusal(target, refusal, len(evicted), healed.policy)
+    return (capture.scope, list(evicted)) if evicted else None

@@ -1,0 +1,75 @@
+"""`responses` / `aresponses` (SDK, Router, proxy `/v1/responses`): the stored reasoning items
+go back before the items they preceded (`wire.openai_responses.input_items`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.policy import TurnPolicy
+from ..core.turns import without_turn
+from ..wire.openai_responses import input_items
+from ..wire.openai_responses.dialect import ask_for_encrypted_content
+from . import kwargs as read
+from .calls import Capture, RenderedFor, details_of, state_in
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """LiteLLM's chat bridge fires this hook too, after the chat hook rendered its messages;
+    then only `turn` is removed."""
+    items = kwargs.get("input")
+    if not isinstance(items, list):
+        return None
+    details = details_of(kwargs)
+    try:
+        previous = state_in(details)
+        bridged = (
+            previous is not None
+            and previous.capture is not None
+            and not previous.capture.responses_input
+        )
+        target, provider, model = engine.responses_target(kwargs)
+        if bridged or target.dialect != "openai_responses":
+            kwargs["input"] = without_turn(items)
+            return kwargs
+        state = engine.start(details)
+        scope = engine.scope(kwargs)
+        conversation = input_items.Conversation.of(scope, items)
+        keys = input_items.wanted(conversation, target.policy)
+        # A reply is filed under the state before the item it precedes (none before item 0).
+        before = {i: conversation.digests[i - 1] for i in keys if i > 0}
+        found = engine.refused.without_refused(
+            scope, await engine.lookup_async(scope, keys, before)
+        )
+        origin = read.origin(kwargs, provider)
+        stored = engine.of_origin(
+            {i: found[key] for i, key in keys.items() if key in found}, origin[0], provider
+        )
+        rendered = input_items.render_input(
+            items, stored, store=read.request_param(kwargs, "store") is not False
+        )
+        kwargs["input"] = rendered.items
+        if target.policy is not TurnPolicy.NONE:
+            ask_for_encrypted_content(kwargs, model)
+        engine.report.stats["restored"] += len(rendered.restored)
+        engine.report.stats["dropped"] += len(rendered.dropped)
+        state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+        state.restored = {keys[i]: stored[i] for i in rendered.restored if i in stored}
+        engine.begin(
+            state,
+            Capture(
+                scope,
+                conversation.digest,
+                provider,
+                model,
+                responses_input=True,
+                origin=origin[0],
+                deployment=origin[1],
+            ),
+        )
+    except Exception as exc:
+        engine.report.fail("rendering the Responses input", exc)
+        kwargs["input"] = without_turn(items)
+    return kwargs

@@ -1,0 +1,194 @@
+"""`log_pre_api_call`: the provider body LiteLLM is about to send (the same dict it serialises
+after this hook). Sync calls have no pre-call hook that can rewrite messages, so they are
+rendered here; async calls rendered by the deployment hook get what LiteLLM's translation lost
+put back (Claude's block order, Mistral's and Ollama's fields); every further attempt of a call
+LiteLLM retries itself is rendered again, after healing what the failed attempt was refused for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+import litellm
+
+from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.turns import TURN_KEY, without_turn
+from ..wire import get_dialect
+from ..wire.anthropic import body as claude
+from ..wire.gemini import is_gemini, placeholders_for
+from . import refusals
+from .calls import CallState, state_in
+from .reporting import Reporter
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+LAYOUT_PATCH = "claude block order"
+"""`CallState.body_patch` kind: Claude's blocks put back in their original order."""
+
+
+def rewrite(
+    engine: Engine, model: Any, messages: Any, kwargs: Any, *, active: bool, tasks: set[Any]
+) -> None:
+    """The provider body of this attempt of a call, as its target needs it."""
+    try:
+        state = state_in(kwargs)
+        body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
+        if state is not None and state.sent:
+            failed = sys.exc_info()[1]
+            if placeholders_for(state.restored_records().values(), body):
+                # LiteLLM 1.110+ retries a Gemini refusal itself, every signature swapped for
+                # its placeholder on purpose: the restored ones were refused, and that body
+                # stays as LiteLLM made it.
+                failed = RuntimeError("Corrupted thought signature (retried by LiteLLM)")
+                refusals.heal_before_retry(engine, state, failed, tasks)
+                return
+            refusals.heal_before_retry(engine, state, failed, tasks)
+            if state.messages_format:
+                return  # an Anthropic-format body is never edited as a chat body
+            # Another attempt built from the caller's messages (LiteLLM's retry of the call, a
+            # transport retry): rendered again.
+            state = None
+        if state is not None:
+            state.sent = True
+            if state.handled:
+                _after_translation(engine.report, state, body, kwargs)
+                return
+        if not active:
+            return
+        if isinstance(body, dict) and isinstance(body.get("contents"), list):
+            _render_gemini(engine, body, model, messages, kwargs)
+            return
+        if isinstance(body, dict) and isinstance(body.get("messages"), list):
+            _render_messages(engine, body, messages, kwargs)
+    except Exception as exc:
+        engine.report.fail("rewriting the provider body", exc)
+        with contextlib.suppress(Exception):
+            body = kwargs["additional_args"]["complete_input_dict"]
+            body["messages"] = without_turn(body["messages"])
+
+
+def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:
+    """A call the deployment hook rendered: its summary on LiteLLM's logging metadata, and what
+    LiteLLM's translation lost put back on the body."""
+    patch, state.body_patch = state.body_patch, None
+    reporter.attach_decisions(kwargs, state)
+    if patch is None or not isinstance(body, dict):
+        return
+    if patch[0] == LAYOUT_PATCH:
+        claude.lay_out_body(body, patch[1], state.layouts)
+        return
+    body["messages"] = _patch_assistants(body.get("messages"), patch[1], get_dialect(patch[0]))
+
+
+def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs: Any) -> None:
+    """A sync call with an OpenAI-shaped (or Anthropic) body: rendered, then the body patched
+    field by field from the rendered messages."""
+    wire = body["messages"] = without_turn(body["messages"])
+    try:
+        if not isinstance(messages, list):
+            raise TypeError("no messages to render")
+        state = engine.start(kwargs)
+        state.sent = True
+        rendered, target = engine.render(kwargs, messages, state)
+    except Exception as exc:
+        engine.report.fail("rendering the request", exc)
+        body["messages"] = without_turn(wire)
+        return
+    dialect = get_dialect(target.dialect)
+    if dialect.keeps_block_order:
+        restored = state.restored, state.restored_source
+        state.forget_restored()
+        claude.check_lines_up(body, rendered.messages)
+        off = claude.needs_thinking_off([kwargs, body], rendered.messages)
+        if off:
+            engine.report.thinking_turned_off(target.dialect)
+        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off)
+        if not off:
+            state.restored, state.restored_source = restored
+        return
+    if dialect.patches_wire:
+        body["messages"] = _patch_assistants(wire, rendered.messages, dialect)
+        return
+    if dialect.passthrough or len(wire) != len(rendered.messages):
+        # Not an OpenAI-shaped body we can patch field by field: only drop `turn`.
+        body["messages"] = without_turn(wire)
+        return
+    body["messages"] = [
+        _patch_wire_message(sent, want) for sent, want in zip(wire, rendered.messages, strict=True)
+    ]
+
+
+def _render_gemini(
+    engine: Engine, body: dict[str, Any], model: Any, messages: Any, kwargs: Any
+) -> None:
+    """Sync calls to Gemini: LiteLLM built `contents` from the client's messages; they are
+    rebuilt by LiteLLM's own converter from the rendered messages."""
+    try:
+        if not isinstance(messages, list):
+            raise TypeError("no messages to render")
+        state = engine.start(kwargs)
+        state.sent = True  # a next `log_pre_api_call` of this call is another attempt
+        rendered, target = engine.render(kwargs, messages, state)
+    except Exception as exc:
+        engine.report.fail("rendering the request", exc)
+        return
+    dialect = get_dialect(target.dialect)
+    if not is_gemini(dialect) or "cachedContent" in body:
+        return  # nothing to change (`turn` never reaches a Gemini body)
+    contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)
+    if len(contents) != len(body["contents"]):
+        raise RuntimeError("the Gemini body does not line up with the rendered messages")
+    body["contents"] = contents
+
+
+def _gemini_contents(
+    messages: list[Any], model: str, kwargs: Any, dialect: Dialect, body: dict[str, Any]
+) -> list[Any]:
+    """Gemini `contents` for `messages`, as LiteLLM builds them (system messages go to
+    `system_instruction` when the body has one, as in LiteLLM's own request transformation)."""
+    from litellm.llms.vertex_ai.gemini.transformation import transform_system_message
+
+    _, rest = transform_system_message(
+        supports_system_message="system_instruction" in body, messages=copy.deepcopy(messages)
+    )
+    params = kwargs.get("litellm_params") if isinstance(kwargs, dict) else None
+    config = (
+        litellm.GoogleAIStudioGeminiConfig()
+        if dialect.platform == "gemini"
+        else litellm.VertexGeminiConfig()
+    )
+    contents: list[Any] = config.transform_messages(
+        messages=rest, model=model, litellm_params=dict(params) if isinstance(params, dict) else {}
+    )
+    return contents
+
+
+def _patch_assistants(wire: Any, rendered: Sequence[Any], dialect: Dialect) -> list[Any]:
+    """The provider body's messages with each assistant message patched by `dialect` from the
+    rendered one in the same place among assistant messages (providers may add a system
+    message or drop empty ones, so only assistant messages are lined up)."""
+    if not isinstance(wire, list):
+        raise TypeError("the provider body has no message list")
+    wire = without_turn(wire)
+    sent = [i for i, m in enumerate(wire) if isinstance(m, dict) and m.get("role") == "assistant"]
+    want = [m for m in rendered if isinstance(m, dict) and m.get("role") == "assistant"]
+    if len(sent) != len(want):
+        raise RuntimeError("the provider body's assistant messages do not line up")
+    out = list(wire)
+    for index, message in zip(sent, want, strict=True):
+        out[index] = dialect.patch_wire(wire[index], message)
+    return out
+
+
+def _patch_wire_message(sent: Any, want: Any) -> Any:
+    """`sent` (LiteLLM's translated message) carrying exactly `want`'s reasoning, without `turn`."""
+    if not isinstance(sent, dict) or not isinstance(want, dict):
+        return sent
+    out = strip_reasoning({k: v for k, v in sent.items() if k != TURN_KEY})
+    out.update({key: want[key] for key in REASONING_KEYS if key in want})
+    return out

@@ -1,0 +1,218 @@
+"""Claude's provider body and raw reply, where LiteLLM's chat shape cannot carry what Claude
+needs: each reply's blocks in the order they stood (LiteLLM puts every thinking block first),
+the blocks of the sync path's body, thinking turned off for a tool loop with no block to send,
+and what the raw reply says (its block order, `input_transformations`)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ...core.extract import BLOCK_TYPES
+from ...core.reasoning import Reasoning
+from ...core.render import Rendered
+from .dialect import (
+    CLAUDE_PROVIDERS,
+    apply_layout,
+    layout_of_blocks,
+    layout_of_deltas,
+    ordered_blocks,
+    thinking_requested,
+    tool_loop_needs_thinking,
+)
+
+Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
+"""Rendered message index -> (layout, its blocks in their original order)."""
+
+
+def layouts_of(rendered: Rendered, stored: Mapping[int, Reasoning]) -> Layouts:
+    """For each kept Claude message whose record knows where its blocks stood: the layout and
+    its blocks in their original order. A client that kept the blocks gets them in that order
+    too (LiteLLM and many clients regroup them), when they are exactly the recorded blocks."""
+    out: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = {}
+    for index in rendered.kept:
+        message = rendered.messages[index]
+        sent = message.get("thinking_blocks") if isinstance(message, dict) else None
+        found = ordered_blocks(stored.get(index), sent if isinstance(sent, list) else [])
+        if found is None:
+            continue
+        out[index] = found
+        if sent != found[1]:
+            rendered.messages[index] = {**message, "thinking_blocks": found[1]}
+    return out
+
+
+def needs_thinking_off(params: Sequence[Any], messages: Sequence[Any]) -> bool:
+    """Thinking is on, but the tool calls this request answers came with no thinking block we
+    can send (a fallback from another provider, a store miss): Claude would answer 400
+    ("Expected `thinking` or `redacted_thinking`, but found `tool_use`"), so thinking goes off
+    for this call only, as LiteLLM's `modify_params` does. `params`: the request's keyword
+    dicts (their `optional_params` and `extra_body` are read too)."""
+    extra = [p.get("optional_params") for p in params if isinstance(p, dict)]
+    extra += [p.get("extra_body") for p in [*params, *extra] if isinstance(p, dict)]
+    return thinking_requested([*params, *extra]) and tool_loop_needs_thinking(messages)
+
+
+def without_thinking_blocks(message: Any) -> Any:
+    if isinstance(message, dict) and "thinking_blocks" in message:
+        return {k: v for k, v in message.items() if k != "thinking_blocks"}
+    return message
+
+
+def assistant_runs(messages: Sequence[Any]) -> list[list[int]]:
+    """Indices of the rendered assistant messages, grouped as the Anthropic body holds them
+    (LiteLLM merges consecutive assistant messages; system messages leave the list)."""
+    runs: list[list[int]] = []
+    previous = None
+    for index, message in enumerate(messages):
+        role = message.get("role") if isinstance(message, dict) else None
+        if role in ("system", "developer"):
+            continue
+        if role == "assistant":
+            if previous == "assistant":
+                runs[-1].append(index)
+            else:
+                runs.append([index])
+        previous = role
+    return runs
+
+
+def lay_out_body(body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts) -> None:
+    """Each laid-out assistant message of the Anthropic body LiteLLM built, its blocks where
+    they stood in the reply. A message that does not line up is left as LiteLLM built it."""
+    wire = body.get("messages")
+    if not isinstance(wire, list) or not layouts:
+        return
+    answers = [m for m in wire if isinstance(m, dict) and m.get("role") == "assistant"]
+    runs = assistant_runs(rendered)
+    if len(runs) != len(answers):
+        return
+    for run, sent in zip(runs, answers, strict=True):
+        _lay_out(run, sent, layouts)
+
+
+def _lay_out(run: Sequence[int], sent: dict[str, Any], layouts: Layouts) -> None:
+    """One Anthropic-body assistant message (`run`: the rendered messages it was made of) with
+    its blocks where they stood, when its one rendered message has a layout and lines up."""
+    found = layouts.get(run[0]) if len(run) == 1 else None
+    content = sent.get("content")
+    if found is not None and isinstance(content, list):
+        laid_out = apply_layout(content, *found)
+        if laid_out is not None:
+            sent["content"] = laid_out
+
+
+def check_lines_up(body: dict[str, Any], rendered: Sequence[Any]) -> None:
+    """Raises unless each assistant message of the Anthropic body stands for rendered
+    assistant messages of which at most one carries blocks (what `put_blocks` needs)."""
+    runs = assistant_runs(rendered)
+    answers = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "assistant"]
+    if len(runs) != len(answers) or any(
+        sum(bool(rendered[i].get("thinking_blocks")) for i in run) > 1 for run in runs
+    ):
+        raise RuntimeError(
+            "the Anthropic body does not line up with the rendered messages; left as LiteLLM "
+            "built it"
+        )
+
+
+def put_blocks(
+    body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts, *, thinking_off: bool
+) -> None:
+    """The sync path: each assistant message of the Anthropic body LiteLLM translated from the
+    client's messages gets its rendered thinking blocks in its content, where they stood in the
+    reply when its record says so, first otherwise (none when `thinking_off`, and `thinking`
+    leaves the body). Raises when the body does not line up with the rendered messages."""
+    check_lines_up(body, rendered)
+    runs = assistant_runs(rendered)
+    answers = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "assistant"]
+    for run, sent in zip(runs, answers, strict=True):
+        blocks: list[Any] = []
+        if not thinking_off:
+            for index in run:
+                blocks += rendered[index].get("thinking_blocks") or []
+        content = sent.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        if not isinstance(content, list):
+            continue
+        rest = [
+            part
+            for part in content
+            if not (isinstance(part, dict) and part.get("type") in BLOCK_TYPES)
+        ]
+        sent["content"] = [*blocks, *rest]
+        if not thinking_off:
+            _lay_out(run, sent, layouts)
+    if thinking_off:
+        body.pop("thinking", None)
+
+
+def raw_reply(provider: str | None, source: Any) -> dict[str, Any] | None:
+    """A Claude reply's raw JSON body, as LiteLLM keeps it in its logging details (`source`;
+    None: not Claude, streamed, or not JSON)."""
+    if provider not in CLAUDE_PROVIDERS or not isinstance(source, dict):
+        return None
+    raw = source.get("original_response")
+    if not isinstance(raw, str | bytes) or not raw:
+        return None
+    try:
+        body = json.loads(raw)
+    except ValueError:
+        return None
+    return body if isinstance(body, dict) else None
+
+
+def reply_layout(
+    provider: str | None, chunks: Iterable[Any] | None, raw: dict[str, Any] | None
+) -> tuple[str, ...]:
+    """Where Claude's blocks stood in the reply (`layout_of_*`): from the stream's chunks, or
+    from the raw body (Anthropic's `content`, Bedrock Converse's `output.message.content`).
+    Empty when unknown."""
+    if provider not in CLAUDE_PROVIDERS:
+        return ()
+    if chunks is not None:
+        return layout_of_deltas(
+            choices[0].delta
+            for chunk in chunks
+            if (choices := getattr(chunk, "choices", None)) and getattr(choices[0], "delta", None)
+        )
+    if raw is None:
+        return ()
+    content = raw.get("content")
+    if content is None:  # Bedrock Converse
+        content = ((raw.get("output") or {}).get("message") or {}).get("content")
+    return layout_of_blocks(content) if isinstance(content, list) else ()
+
+
+_SECRET_FIELDS = frozenset({"thinking", "signature", "data", "text", "encrypted_content"})
+
+
+def input_transformations(
+    provider: str | None, response: Any, raw: dict[str, Any] | None
+) -> list[dict[str, Any]]:
+    """A Claude reply's top-level `input_transformations` (blocks of the request the API dropped
+    or let through silently): LiteLLM 1.110 moves them onto the message's
+    `provider_specific_fields`; 1.106 leaves them in the raw body only."""
+    if provider not in CLAUDE_PROVIDERS:
+        return []
+    choices = getattr(response, "choices", None) or ()
+    message = getattr(choices[0], "message", None) if choices else None
+    psf = getattr(message, "provider_specific_fields", None)
+    found = psf.get("input_transformations") if isinstance(psf, dict) else None
+    if found is None and raw is not None:
+        found = raw.get("input_transformations")
+    if not isinstance(found, list):
+        return []
+    # Scalars only (reason, kind, indices): a transformed block's own text or signature must
+    # not reach logs or spend-log metadata.
+    return [
+        {
+            k: v
+            for k, v in t.items()
+            if isinstance(v, str | int | float | bool) and k not in _SECRET_FIELDS
+        }
+        for t in found
+        if isinstance(t, Mapping)
+    ]
