@@ -18,6 +18,7 @@ from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import render
 from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.core.turns import current_turn_start
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
 from litellm_reasoning.wire import get_dialect
@@ -29,7 +30,6 @@ from litellm_reasoning.wire.openai_responses.input_items import (
     Conversation,
     records,
     render_input,
-    turn_start,
     wanted,
 )
 
@@ -53,6 +53,7 @@ def _tool_loop() -> list[Json]:
 
 
 def test_turn_rule_over_input_items() -> None:
+    """The one turn rule (`core.turns`) reads Responses input items as it reads chat messages."""
     items: list[Json] = [
         {"role": "user", "content": "Q1"},
         {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "A"}]},
@@ -62,9 +63,9 @@ def test_turn_rule_over_input_items() -> None:
         {"role": "user", "content": "note", "turn": False},
         {"role": "user", "content": "wrong type", "turn": "false"},
     ]
-    assert turn_start(items) == 6  # only the boolean false marks a delivery
-    assert turn_start(items[:6]) == 2
-    assert turn_start(items[1:2]) == -1
+    assert current_turn_start(items) == 6  # only the boolean false marks a delivery
+    assert current_turn_start(items[:6]) == 2
+    assert current_turn_start(items[1:2]) == -1
 
 
 def test_tool_loop_reply_is_stored_under_the_call_the_client_sends_back() -> None:

@@ -273,6 +273,63 @@ async def test_native_current_turn_policy_leaves_earlier_turns_out(cb: Reasoning
     assert callback.stats["restored"] == 0
 
 
+def _decisions(caplog: pytest.LogCaptureFixture) -> list[Json]:
+    prefix = "litellm-reasoning decisions: "
+    return [
+        json.loads(r.getMessage()[len(prefix) :])
+        for r in caplog.records
+        if r.getMessage().startswith(prefix)
+    ]
+
+
+async def test_native_request_has_a_decisions_summary(
+    cb: ReasoningCallback, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Native Responses gets the decisions summary chat calls get (one DEBUG line, the same
+    schema, keyed by input item): the restored item, and the tokens it carries."""
+    name = "openai_responses_tool_loop"
+    caplog.set_level("DEBUG", logger="litellm_reasoning")
+    with replay(name) as wire:
+        first = script(name)["requests"][0]["body"]["input"]
+        await native_call("async", native_kwargs(name, 0, first))
+        await native_call("async", native_kwargs(name, 1, dropping_input(name, 1)))
+    summary = _decisions(caplog)[-1]
+    restored_before = [
+        str(i)
+        for i, item in enumerate(dropping_input(name, 1))
+        if i > 0 and wire.bodies[1]["input"][i].get("type") == "reasoning"
+    ]
+    assert summary["dialect"] == "openai_responses"
+    assert summary["counts"]["restored"] == 1 == cb.stats["restored"]
+    assert list(summary["messages"].values()) == ["restored"]
+    assert list(summary["messages"]) == restored_before
+    (item,) = recorded_reasoning(name, 1)
+    assert summary["reasoning_tokens"]["sent"] >= len(item["encrypted_content"]) // 4 > 0
+
+
+async def test_native_budget_leaves_earlier_turns_out_oldest_first(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`max_reasoning_tokens` holds for native Responses too: an earlier turn's restored
+    reasoning item is left out (counted `over_budget`), the current turn is never touched."""
+    litellm.logging_callback_manager._reset_all_callbacks()
+    callback = ReasoningCallback(max_reasoning_tokens=1)
+    litellm.callbacks = [callback]
+    caplog.set_level("DEBUG", logger="litellm_reasoning")
+    name = "openai_responses_multi_turn"
+    with replay(name) as wire:
+        await native_call(
+            "async", native_kwargs(name, 0, script(name)["requests"][0]["body"]["input"])
+        )
+        await native_call("async", native_kwargs(name, 1, dropping_input(name, 1)))
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert wire.bodies[1]["input"] == dropping_input(name, 1)  # the earlier turn's item: out
+    assert callback.stats["over_budget"] == 1 and callback.stats["restored"] == 0
+    summary = _decisions(caplog)[-1]
+    assert summary["counts"]["over_budget"] == 1
+    assert summary["reasoning_tokens"]["saved"] > 0 == summary["reasoning_tokens"]["sent"]
+
+
 # ---------------------------------------------------------------- the chat bridge
 
 

@@ -109,3 +109,20 @@ def with_summary(metadata: Any, summary: dict[str, Any]) -> dict[str, Any] | Non
     if not isinstance(existing, dict):
         return None
     return {**existing, METADATA_KEY: summary}
+
+
+def summary_of(
+    target: Target, per_message: dict[str, str], sent: int, saved: int = 0
+) -> dict[str, Any]:
+    """A summary from decisions already made per message (the Anthropic-format and native
+    Responses paths, whose messages are not chat messages), in `summarize`'s schema."""
+    counts = dict.fromkeys(DECISIONS, 0)
+    counts.update(Counter(per_message.values()))
+    return {
+        "policy": target.policy.value,
+        "dialect": target.dialect,
+        "why": target.why,
+        "messages": per_message,
+        "counts": counts,
+        "reasoning_tokens": {"sent": sent, "saved": saved},
+    }

@@ -17,8 +17,11 @@ TURN_KEY = "turn"
 
 
 def starts_turn(message: Any) -> bool:
-    """Whether `message` opens a new turn."""
+    """Whether `message` (a chat message, or a Responses input item) opens a new turn: a user
+    message (for items: of type `message`, or of no type) not flagged `turn: false`."""
     if not isinstance(message, dict) or message.get("role") != "user":
+        return False
+    if message.get("type", "message") != "message":
         return False
     return message.get(TURN_KEY, True) is not False
 

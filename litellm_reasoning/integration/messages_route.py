@@ -5,11 +5,10 @@ with the stores, tenants, policies, summary and metrics of chat calls."""
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core.decisions import DECISIONS
+from ..core.decisions import summary_of
 from ..core.targets import Target
 from ..core.turns import without_turn
 from ..wire import get_dialect
@@ -91,17 +90,8 @@ def _decide(
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
     it for chat)."""
     per_message, sent = anthropic_messages.summary_counts(messages, restored, missing)
-    counts = dict.fromkeys(DECISIONS, 0)
-    counts.update(Counter(per_message.values()))
-    summary = {
-        "policy": target.policy.value,
-        "dialect": target.dialect,
-        "why": target.why,
-        "messages": per_message,
-        "counts": counts,
-        "reasoning_tokens": {"sent": sum(map(engine.count_tokens, sent)), "saved": 0},
-    }
-    engine.report.decide(kwargs, summary, state)
+    tokens = sum(map(engine.count_tokens, sent))
+    engine.report.decide(kwargs, summary_of(target, per_message, tokens), state)
 
 
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.decisions import summary_of
 from ..core.policy import TurnPolicy
 from ..core.turns import without_turn
 from ..wire.openai_responses import input_items
@@ -47,6 +48,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         stored = engine.of_origin(
             {i: found[key] for i, key in keys.items() if key in found}, origin[0], provider
         )
+        own = input_items.own_reasoning(items)
+        tokens = {i: engine.count_tokens(r) for i, r in (*stored.items(), *own.items())}
+        left_out = input_items.over_budget(
+            items, stored, tokens, engine.max_reasoning_tokens, target.strip
+        )
+        stored = {i: r for i, r in stored.items() if i not in left_out}
         rendered = input_items.render_input(
             items, stored, store=read.request_param(kwargs, "store") is not False
         )
@@ -55,6 +62,13 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             ask_for_encrypted_content(kwargs, model)
         engine.report.stats["restored"] += len(rendered.restored)
         engine.report.stats["dropped"] += len(rendered.dropped)
+        engine.report.stats["over_budget"] += len(left_out)
+        per_item = input_items.decisions(items, rendered, keys, stored, left_out)
+        missing = sum(value == "missing" for value in per_item.values())
+        engine.report.stats["missing"] += missing
+        sent = sum(tokens[i] for i in (*rendered.restored, *own))
+        saved = sum(tokens[i] for i in left_out)
+        engine.report.decide(kwargs, summary_of(target, per_item, sent, saved), state)
         state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
         state.restored = {keys[i]: stored[i] for i in rendered.restored if i in stored}
         engine.begin(

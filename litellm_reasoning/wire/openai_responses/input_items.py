@@ -24,9 +24,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import identity
-from ...core.policy import TurnPolicy
+from ...core.policy import StripRule, TurnPolicy, leading_run_violations
+from ...core.policy import over_budget as policy_over_budget
 from ...core.reasoning import Reasoning, ReasoningPart
-from ...core.turns import TURN_KEY, without_turn
+from ...core.turns import current_turn_start, without_turn
 from .dialect import encrypted_parts, issued_here, reasoning_input_items
 
 _TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
@@ -38,13 +39,6 @@ def is_reasoning(item: Any) -> bool:
 
 def _is_message(item: Any) -> bool:
     return isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
-
-
-def starts_turn(item: Any) -> bool:
-    """Whether input `item` opens a new turn (a user message not flagged `turn: false`)."""
-    if not _is_message(item) or item.get("role") != "user":
-        return False
-    return item.get(TURN_KEY, True) is not False
 
 
 def _text(content: Any) -> Any:
@@ -120,21 +114,13 @@ def anchor_key(scope: str, item: Any, digest_through_item: str) -> str:
     return legacy or identity.message_key(scope, message, digest_through_item)
 
 
-def turn_start(items: Sequence[Any]) -> int:
-    """Index of the item that starts the current turn, or -1 when none does."""
-    for index in range(len(items) - 1, -1, -1):
-        if starts_turn(items[index]):
-            return index
-    return -1
-
-
 def wanted(conversation: Conversation, policy: TurnPolicy) -> dict[int, str]:
     """`{anchor index: store key}` for the anchors whose reasoning the client did not send and
     `policy` keeps."""
     if policy is TurnPolicy.NONE:
         return {}
     items = conversation.items
-    start = turn_start(items)
+    start = current_turn_start(items)
     out: dict[int, str] = {}
     for index, item in enumerate(items):
         if not is_anchor(item) or (index > 0 and is_reasoning(items[index - 1])):
@@ -282,4 +268,53 @@ def output_from_chat(message: Mapping[str, Any]) -> list[dict[str, Any]]:
                     "arguments": function.get("arguments"),
                 }
             )
+    return out
+
+
+def own_reasoning(items: Sequence[Any]) -> dict[int, Reasoning]:
+    """Item index -> the reasoning of each reasoning item the client sent itself."""
+    out: dict[int, Reasoning] = {}
+    for index, item in enumerate(items):
+        part = reasoning_part(item) if is_reasoning(item) else None
+        if part is not None:
+            out[index] = Reasoning(parts=(part,))
+    return out
+
+
+def over_budget(
+    items: Sequence[Any],
+    stored: Mapping[int, Reasoning],
+    tokens: Mapping[int, int],
+    max_tokens: int | None,
+    strip: StripRule,
+) -> list[int]:
+    """Anchors of earlier turns whose stored reasoning is left out so that what the request
+    carries fits `max_tokens` (`tokens`: by item index, the stored records' and the client's
+    own reasoning items'), oldest first; under a `leading_run` strip rule every earlier one
+    goes with them. The current turn and the client's own items are never touched."""
+    if max_tokens is None:
+        return []
+    start = current_turn_start(items)
+    droppable = {i for i in stored if i <= start}
+    left_out = policy_over_budget(sorted(tokens), tokens, max_tokens, droppable)
+    if strip == "leading_run" and left_out:
+        left_out += leading_run_violations(sorted(droppable - set(left_out)), left_out)
+    return sorted(set(left_out))
+
+
+def decisions(
+    items: Sequence[Any],
+    rendered: RenderedInput,
+    wanted: Mapping[int, str],
+    stored: Mapping[int, Reasoning],
+    left_out: Sequence[int],
+) -> dict[str, str]:
+    """Item index -> what happened to its reasoning, in the chat summary's words: `kept` (a
+    reasoning item the client sent), `restored`, `dropped_foreign`, `missing` (wanted, nobody
+    had it), `over_budget`."""
+    out = {str(i): "kept" for i in own_reasoning(items)}
+    out.update({str(i): "missing" for i in wanted if i not in stored and i not in left_out})
+    out.update({str(i): "over_budget" for i in left_out})
+    out.update({str(i): "dropped_foreign" for i in rendered.dropped})
+    out.update({str(i): "restored" for i in rendered.restored})
     return out
