@@ -350,6 +350,20 @@ def test_second_process_reads_what_the_first_wrote(harness: Harness) -> None:
     assert json.loads(other.stdout) == {}
 
 
+async def test_aclose_after_async_use_keeps_what_was_written(harness: Harness) -> None:
+    """`aclose` (the interface's async close, also through the fail-open wrapper) releases the
+    store after async use on this loop; a persistent backend still has every record for the
+    next store opened on it, and the closed store is not used again."""
+    store = harness.make()
+    await store.aput_many(A, {"k1": RICH})
+    assert await store.aget_many(A, ["k1"]) == {"k1": RICH}
+    await store.aclose()
+    if harness.kind == "memory":
+        return  # nothing outlives the process; closing it released nothing to check
+    again = harness.make()
+    assert await again.aget_many(A, ["k1"]) == {"k1": RICH}
+
+
 def test_operator_view_and_purge(harness: Harness) -> None:
     """What `litellm-reasoning store` relies on: per-tenant stats, listing, purge by tenant/age."""
     store = harness.make()

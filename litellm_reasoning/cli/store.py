@@ -19,7 +19,6 @@ from typing import Any, TextIO
 from urllib.parse import urlparse
 
 from ..stores import StoredRecord, StoreUnsupported, TenantStats, default_store_url, open_backend
-from ..stores.memory import MemoryStore
 
 ENV = "LITELLM_REASONING_STORE"
 PREVIEW = 80
@@ -182,7 +181,7 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
     except (ValueError, ImportError) as exc:
         print(f"litellm-reasoning store: {exc}", file=sys.stderr)
         return 2
-    if isinstance(store, MemoryStore):
+    if not store.persistent:
         print(
             "litellm-reasoning store: a memory:// store lives inside its process; "
             "there is nothing to inspect from here",

@@ -198,7 +198,7 @@ def check_store_url(url: str) -> None:
 def store_from_url(url: str) -> ReasoningStore:
     """The store for `url`; SQLite and Redis come behind a `ResilientStore` (never raises)."""
     backend = open_backend(url)
-    if isinstance(backend, MemoryStore):
+    if not backend.persistent:  # lives in this process: nothing to fail over from
         return backend
     kind, parsed, options, _ = _split(url)
     local = MemoryStore(

@@ -116,6 +116,11 @@ class ReasoningStore(ABC):
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release connections and files."""
 
+    async def aclose(self) -> None:
+        """`close` from an event loop: also this loop's async connections (where a backend has
+        any). The default runs `close` off the loop, since it may block (a last write-through)."""
+        await asyncio.to_thread(self.close)
+
     def __bool__(self) -> bool:
         # A store with a `__len__` of 0 must not read as "no store" (`store or MemoryStore()`).
         return True

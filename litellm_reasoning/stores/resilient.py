@@ -331,6 +331,20 @@ class ResilientStore(ReasoningStore):
         except Exception as exc:
             logger.debug("litellm-reasoning: closing store %s failed (%r)", self.name, exc)
 
+    async def aclose(self) -> None:
+        """`close`, with the backend's own `aclose` (its async connections on this loop)."""
+        flush = False
+        if self._pending:
+            with self._lock:
+                flush = not self._flushing
+                self._flushing = True
+        if flush:
+            await self._aflush()
+        try:
+            await self.backend.aclose()
+        except Exception as exc:
+            logger.debug("litellm-reasoning: closing store %s failed (%r)", self.name, exc)
+
     def tenants(self) -> list[TenantStats]:
         return self.backend.tenants()
 
