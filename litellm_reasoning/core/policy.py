@@ -99,7 +99,7 @@ def over_budget(
     return dropped
 
 
-CLAUDE_CLEAR_THINKING = "clear_thinking_20251015"
+CLEAR_THINKING_EDIT = "clear_thinking_20251015"
 
 
 def template_keeps_thinking(params: Sequence[Any]) -> bool:
@@ -132,7 +132,7 @@ def provider_manages_thinking(params: Sequence[Any]) -> bool:
         management = p.get("context_management")
         edits = management.get("edits") if isinstance(management, dict) else management
         if isinstance(edits, list) and any(
-            isinstance(edit, dict) and edit.get("type") == CLAUDE_CLEAR_THINKING for edit in edits
+            isinstance(edit, dict) and edit.get("type") == CLEAR_THINKING_EDIT for edit in edits
         ):
             return True
     return False

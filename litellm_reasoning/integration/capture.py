@@ -12,8 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import identity
 from ..core.extract import reasoning_from_message
 from ..core.reasoning import Reasoning
-from ..wire.anthropic import body as claude
-from ..wire.anthropic.dialect import CLAUDE_PROVIDERS
+from ..wire.anthropic import body as block_order
 from ..wire.openai_responses import input_items as responses_input
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import CallState, Capture
@@ -58,12 +57,12 @@ def _records_of(
     if call is None:
         return Capture("", "", None, None), {}
     try:
-        raw = claude.raw_reply(call.provider, source)
+        raw = block_order.raw_reply(call.provider, source)
         chunks = source if isinstance(source, list) else None
-        if chunks is None and call.provider in CLAUDE_PROVIDERS:
+        if chunks is None and block_order.reads_block_order(call.provider):
             chunks = stream_chunks(state)
-        layout = claude.reply_layout(call.provider, chunks, raw)
-        transformed = claude.input_transformations(call.provider, response, raw)
+        layout = block_order.reply_layout(call.provider, chunks, raw)
+        transformed = block_order.input_transformations(call.provider, response, raw)
         _report_transformations(engine, state, transformed)
         found = records(engine, call, response, state.streamed_details, layout)
         if call.origin is not None:
@@ -78,7 +77,7 @@ def _records_of(
 
 
 def _report_transformations(engine: Engine, state: CallState, found: list[dict[str, Any]]) -> None:
-    """Claude's `input_transformations` (blocks of the request the API dropped or let through
+    """The provider's `input_transformations` (blocks of the request the API dropped or let through
     silently): into the request's decisions summary, counted, logged at DEBUG."""
     if not found:
         return
@@ -86,7 +85,9 @@ def _report_transformations(engine: Engine, state: CallState, found: list[dict[s
     if state.reported is not None:
         state.reported["input_transformations"] = found
     logger.debug(
-        "litellm-reasoning: Claude transformed %d block(s) of the request: %s", len(found), found
+        "litellm-reasoning: the provider transformed %d block(s) of the request: %s",
+        len(found),
+        found,
     )
 
 

@@ -13,9 +13,9 @@ from typing import Any
 
 from ..core import identity
 from ..core.decisions import summarize
-from ..core.healing import signed_or_encrypted
 from ..core.limits import Limited, TokenCounter, apply_limits
 from ..core.policy import TurnPolicy
+from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered, effective_turn_start, plan, render
 from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
@@ -358,33 +358,15 @@ class Engine:
     def of_origin(
         self, stored: dict[int, Reasoning], origin: str, provider: str | None
     ) -> dict[int, Reasoning]:
-        """`stored` as this deployment may receive it: signed and encrypted parts another
-        deployment of this provider issued with other credentials (another organisation,
-        account or project) are left out, their text stays where the dialect takes plain
-        text. Another provider's records are the dialect's to judge (`dropped_foreign`)."""
-        foreign = [
-            i
-            for i, record in stored.items()
-            if record.origin is not None
-            and record.origin != origin
-            and record.provider == provider
-            and signed_or_encrypted(record)
-        ]
-        if not foreign:
-            return stored
-        out = dict(stored)
-        for i in foreign:
-            readable = _readable_parts(out[i])
-            if readable is None:
-                del out[i]
-            else:
-                out[i] = readable
-        self.report.stats["foreign_origin"] += len(foreign)
-        logger.debug(
-            "litellm-reasoning: the signed or encrypted reasoning of messages %s was issued by "
-            "another deployment (another organisation, account or project): left out",
-            foreign,
-        )
+        """`stored` as this deployment may receive it (`provenance.of_origin`)."""
+        out, foreign = of_origin(stored, origin, provider)
+        if foreign:
+            self.report.stats["foreign_origin"] += len(foreign)
+            logger.debug(
+                "litellm-reasoning: the signed or encrypted reasoning of messages %s was issued "
+                "by another deployment (another organisation, account or project): left out",
+                foreign,
+            )
         return out
 
     def _limit(
@@ -432,16 +414,3 @@ def _stored_records(
         if i not in stored and record is not None and not record.superseded:
             stored[i] = record
     return stored
-
-
-def _readable_parts(record: Reasoning) -> Reasoning | None:
-    """`record` without what only its issuer can read (signatures, encrypted and redacted
-    data); None when nothing else is left."""
-    parts = tuple(
-        dataclasses.replace(part, signature=None)
-        for part in record.parts
-        if not part.data and part.text
-    )
-    if not parts:
-        return None
-    return dataclasses.replace(record, parts=parts, layout=(), origin=None)

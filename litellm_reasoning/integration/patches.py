@@ -17,6 +17,7 @@ import logging
 import os
 import threading
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 from ..wire.anthropic.dialect import bedrock_redacted_content
@@ -31,6 +32,20 @@ SWITCH = "LITELLM_REASONING_PATCH_LITELLM"
 def enabled() -> bool:
     """The patches are on unless the environment turns them off."""
     return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
+
+
+def apply(fail: Callable[[str, BaseException], None]) -> None:
+    """Every patch, unless turned off; a patch that fails is reported to `fail` and skipped."""
+    if not enabled():
+        return
+    for patch, what in (
+        (send_bedrock_redacted_thinking, "teaching LiteLLM's Bedrock converter redacted thinking"),
+        (watch_streams, "watching LiteLLM's streams"),
+    ):
+        try:
+            patch()
+        except Exception as exc:
+            fail(what, exc)
 
 
 _BEDROCK_FIX_LOCK = threading.Lock()

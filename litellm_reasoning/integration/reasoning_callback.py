@@ -122,18 +122,7 @@ class ReasoningCallback(CustomLogger):
         )
         """The request and reply pipeline and what it keeps between requests."""
         self._tasks: set[asyncio.Task[None]] = set()  # store deletes under way
-        if patches.enabled():
-            for patch, what in (
-                (
-                    patches.send_bedrock_redacted_thinking,
-                    "teaching LiteLLM's Bedrock converter redacted thinking",
-                ),
-                (patches.watch_streams, "watching LiteLLM's streams"),
-            ):
-                try:
-                    patch()
-                except Exception as exc:
-                    self._report.fail(what, exc)
+        patches.apply(self._report.fail)
 
     # ------------------------------------------------------------------ public state
 

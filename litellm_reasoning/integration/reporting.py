@@ -97,7 +97,7 @@ class Reporter:
         logger.warning(
             "litellm-reasoning: thinking turned off for this %s call: the tool calls it answers "
             "have no thinking block this target accepts (another provider's reply, or no "
-            "stored record), and Claude rejects a tool loop with thinking on without one",
+            "stored record), and the provider rejects a tool loop with thinking on without one",
             dialect,
         )
 

@@ -26,6 +26,12 @@ Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
 """Rendered message index -> (layout, its blocks in their original order)."""
 
 
+def reads_block_order(provider: str | None) -> bool:
+    """Whether replies of this LiteLLM provider carry Claude's content blocks, whose order
+    `reply_layout` reads."""
+    return provider in CLAUDE_PROVIDERS
+
+
 def layouts_of(rendered: Rendered, stored: Mapping[int, Reasoning]) -> Layouts:
     """For each kept Claude message whose record knows where its blocks stood: the layout and
     its blocks in their original order. A client that kept the blocks gets them in that order
