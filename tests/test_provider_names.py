@@ -22,7 +22,6 @@ ALLOWED = {
     "testing": "servers standing in for each provider, for tests",
     "cli": "the demo and the conformance runner drive named providers",
     "core/dialect.py": "the registry of dialect names (data)",
-    "core/model_table.py": "the model table's loader",
     "core/extract.py": "LiteLLM's message fields (where it puts Gemini's thought signatures and "
     "Mistral's placeholder signature); the `gemini` details key is stored record data",
     "integration/kwargs.py": "LiteLLM's own parameter and call-type names (vertex_project, "
