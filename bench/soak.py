@@ -7,7 +7,7 @@ Each conversation is a two-step tool loop on the local upstream with its own rea
 the second request (from a client that drops reasoning) must carry exactly that text on the wire.
 RSS and tracemalloc are sampled every `--every` seconds. After a warm-up (the first quarter of
 the run) memory growth must stay under `--max-growth-mb`; exit status 1 otherwise, or on any
-isolation failure. `tests/test_reliability_load.py` runs a short version of this.
+isolation failure. `tests/integration/test_reliability_load.py` runs a short version of this.
 """
 
 from __future__ import annotations

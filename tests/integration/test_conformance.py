@@ -5,10 +5,9 @@ The same runner backs `litellm-reasoning conformance`; here each case is its own
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import litellm
 import pytest
+from paths import REPO
 
 from litellm_reasoning.cli.conformance import (
     CALLS,
@@ -22,7 +21,7 @@ from litellm_reasoning.cli.conformance import (
 )
 from litellm_reasoning.testing.upstream import Upstream
 
-CASES = load_cases([Path(__file__).resolve().parents[1] / "conformance"])
+CASES = load_cases([REPO / "conformance"])
 
 
 def test_cases_were_found() -> None:

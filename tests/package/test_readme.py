@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from paths import REPO
 
 from litellm_reasoning.core.targets import providers_markdown
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = REPO / "README.md"
 
 
 def test_providers_table_matches_the_code() -> None:
@@ -22,7 +22,7 @@ def test_the_docker_example_installs_this_package_into_litellms_image() -> None:
     points at the compose file's Redis, the package goes in without touching LiteLLM)."""
     import yaml
 
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     dockerfile = (root / "examples/proxy/Dockerfile").read_text()
     assert "FROM ${LITELLM_IMAGE}" in dockerfile and "berriai/litellm" in dockerfile
     assert "pip install --no-cache-dir --no-deps" in dockerfile
@@ -41,6 +41,6 @@ def test_the_docker_example_installs_this_package_into_litellms_image() -> None:
 def test_the_example_config_lists_every_dialect() -> None:
     from litellm_reasoning.wire import dialect_names
 
-    root = Path(__file__).resolve().parent.parent
+    root = REPO
     text = " ".join((root / "examples/proxy/config.yaml").read_text().replace("#", " ").split())
     assert ", ".join(dialect_names()) + "." in text

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
 import pytest
 import yaml
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.policy import TurnPolicy
@@ -33,8 +33,8 @@ from litellm_reasoning.wire.openai_responses.input_items import (
     wanted,
 )
 
-REALDATA = Path("/work/shared/realdata/pydantic-ai/test_openai_responses")
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+REALDATA = REPO.parent / "shared" / "realdata" / "pydantic-ai" / "test_openai_responses"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 
 

@@ -14,13 +14,13 @@ import json
 import math
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
 import pytest
 from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.limits import apply_limits, estimate_tokens
@@ -659,7 +659,7 @@ def test_override_in_proxy_config_one_line(monkeypatch: pytest.MonkeyPatch) -> N
 
 # ------------------------------------------------------------------ a long agent session
 
-REALDATA = Path(__file__).resolve().parents[2] / "shared" / "realdata"
+REALDATA = REPO.parent / "shared" / "realdata"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
 
@@ -707,9 +707,7 @@ def _deepseek_turn(turn: int) -> tuple[list[dict[str, Any]], dict[str, dict[str,
     return replies, results
 
 
-DEEPSEEK_RECORDING = (
-    Path(__file__).resolve().parents[1] / "litellm_reasoning" / "data" / "deepseek_tool_loop.json"
-)
+DEEPSEEK_RECORDING = REPO / "litellm_reasoning" / "data" / "deepseek_tool_loop.json"
 
 
 @pytest.mark.parametrize("policy", ["all_turns", "current_turn", "none"])

@@ -24,7 +24,6 @@ import asyncio
 import json
 import logging
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -32,12 +31,13 @@ import pytest
 import yaml
 from clients import dropping_client
 from conftest import register
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="
 THINKING = {"type": "enabled", "budget_tokens": 1024}
 TOOL = {

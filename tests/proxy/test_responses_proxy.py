@@ -9,19 +9,19 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import openai
 import pytest
 import yaml
+from paths import REPO
 from proxy_utils import Proxy, proxy_config, run_proxy
 
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytestmark = pytest.mark.proxy
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 
 

@@ -1,8 +1,8 @@
 """Redis as gateways run it: a Redis Cluster of three primaries and a Sentinel-managed primary
 (both started on 127.0.0.1 by the test setup), and LiteLLM's own Redis settings reused.
 
-The contract suite (`tests/test_stores.py`) and the two-process test (`tests/test_replicas.py`)
-run on both deployments too; here: what is particular to them."""
+The contract suite (`tests/stores/test_stores.py`) and the two-process test
+(`tests/proxy/test_replicas.py`) run on both deployments too; here: what is particular to them."""
 
 from __future__ import annotations
 

@@ -12,7 +12,6 @@ import asyncio
 import base64
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -21,10 +20,11 @@ import yaml
 from cassette_utils import replay
 from clients import dropping_client
 from conftest import register
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 
 

@@ -18,16 +18,16 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
 import pytest
 from cassette_utils import replay
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 ENCRYPTED = "reasoning.encrypted_content"
 

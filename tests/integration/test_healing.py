@@ -13,7 +13,6 @@ import base64
 import json
 import uuid
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -22,6 +21,7 @@ import yaml
 from clients import READ_FILE, THINKING, complete, dropping_client
 from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core import healing
@@ -35,7 +35,7 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 TOOL = READ_FILE
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 
 

@@ -1,6 +1,6 @@
 """Reliability and security, round two: each finding of the hostile-client pass reproduced
 through real LiteLLM against the local upstream, asserted on the store and on the wire.
-(The proxy findings are in tests/test_proxy_isolation.py.)"""
+(The proxy findings are in tests/proxy/test_proxy_isolation.py.)"""
 
 from __future__ import annotations
 

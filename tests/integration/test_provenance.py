@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import litellm
@@ -15,6 +14,7 @@ import pytest
 import yaml
 from clients import READ_FILE, THINKING, dropping_client
 from conftest import register
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core import identity
@@ -24,7 +24,7 @@ from litellm_reasoning.testing.refusals import openai_encrypted_content
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 TOOL = READ_FILE
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 SIG_A = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-issued-by-account-a=="
 
 

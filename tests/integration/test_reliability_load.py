@@ -9,16 +9,16 @@ from __future__ import annotations
 import asyncio
 import sys
 import uuid
-from pathlib import Path
 from typing import Any
 
 import litellm
 from conftest import register
+from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+sys.path.insert(0, str(REPO / "bench"))
 import soak
 
 

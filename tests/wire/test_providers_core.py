@@ -7,11 +7,11 @@ the wire end to end is in test_providers_recordings and test_provider_switch.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from paths import REPO
 
 from litellm_reasoning.core.extract import reasoning_from_message
 from litellm_reasoning.core.policy import TurnPolicy
@@ -21,7 +21,7 @@ from litellm_reasoning.core.targets import resolve_target
 from litellm_reasoning.wire import get_dialect
 from litellm_reasoning.wire.openrouter.stream import DetailsAssembly, StreamedDetails
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 
 
 def _cassette(name: str) -> list[dict[str, Any]]:

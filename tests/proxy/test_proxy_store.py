@@ -31,6 +31,7 @@ import httpx
 import openai
 import pytest
 import yaml
+from paths import REPO
 from proxy_utils import (
     CALLBACK,
     TOOLS,
@@ -55,7 +56,7 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytestmark = pytest.mark.proxy
 
-EXAMPLE_CONFIG = Path(__file__).resolve().parents[1] / "examples" / "proxy" / "config.yaml"
+EXAMPLE_CONFIG = REPO / "examples" / "proxy" / "config.yaml"
 
 WORKER_TAG = '''"""Test-only callback: the worker process that answered, as a response header."""
 import os

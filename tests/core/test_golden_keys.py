@@ -1,7 +1,7 @@
 """Stored key material and the record codec, pinned: fixed inputs -> the bytes release 0.1.0
 wrote. A record written before an upgrade must be found after it, so these values only change
 under the key-compatibility rule (old and new releases sharing a store both keep restoring:
-tests/test_rolling_upgrade.py runs the previous release's code against this one)."""
+tests/stores/test_rolling_upgrade.py runs the previous release's code against this one)."""
 
 from __future__ import annotations
 

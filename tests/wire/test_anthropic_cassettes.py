@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 
 import litellm
 import pytest
 import vcr
+from paths import REPO
 from vcr.cassette import Cassette
 from vcr.request import Request
 
@@ -35,7 +35,7 @@ from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import MemoryStore
 
-CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
+CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 Mode = Literal["sync", "async", "router.sync", "router.async"]
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import REPO
 
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.extract import reasoning_from_message
@@ -19,8 +20,8 @@ from litellm_reasoning.core.turns import current_turn_start, starts_turn
 from litellm_reasoning.stores import MemoryStore, store_from_url
 from litellm_reasoning.wire import get_dialect
 
-SEED = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "reasoning-cases.json"
-REPO_SEED = Path(__file__).resolve().parents[1] / "conformance" / "seed-reasoning.json"
+SEED = REPO.parent / "shared" / "seeds" / "reasoning-cases.json"
+REPO_SEED = REPO / "conformance" / "seed-reasoning.json"
 
 
 def _as_client(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -19,8 +19,9 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 PREVIOUS_RELEASE = "e62144a"
 """The commit of release 0.1.0 on main."""
 

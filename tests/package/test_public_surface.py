@@ -13,6 +13,8 @@ import sys
 import zipfile
 from pathlib import Path
 
+from paths import REPO
+
 import litellm_reasoning
 from litellm_reasoning import ReasoningCallback
 
@@ -46,7 +48,7 @@ STATS = {
     "refused_records",
     "foreign_origin",
 }
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 HOOKS = [
     "async_pre_call_deployment_hook",
     "log_pre_api_call",

@@ -10,8 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from paths import REPO
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = REPO
 TITLES = {
     "rewrite": "## Rewrite cost vs its floor",
     "e2e": "## End to end in LiteLLM",
