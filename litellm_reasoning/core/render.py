@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import IntEnum
 from typing import Any
 
 from .dialect import Dialect
@@ -102,8 +103,34 @@ def plan(
     ]
 
 
-_KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = range(6)
-_SAME, _MERGE, _COPY, _CALL = range(4)
+class Outcome(IntEnum):
+    """What `render` decided for one assistant message's reasoning (the first five index the
+    matching lists of `Rendered`, in its field order)."""
+
+    KEPT = 0
+    RESTORED = 1
+    STRIPPED = 2
+    MISSING = 3
+    DROPPED = 4
+    NOTHING = 5
+    """No reasoning to send or strip."""
+
+
+class How(IntEnum):
+    """How a remembered `Recipe` remakes its message."""
+
+    SAME = 0
+    """The message as it is."""
+    MERGE = 1
+    """Plus `extra` (immutable values)."""
+    COPY = 2
+    """Plus fresh copies of `extra`."""
+    CALL = 3
+    """Ask the dialect again (it changed or removed fields)."""
+
+
+_KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
+_SAME, _MERGE, _COPY, _CALL = How
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
@@ -119,10 +146,8 @@ class Recipe:
     from_store: Reasoning | None
     reasoning: Reasoning | None
     """What was handed to the dialect."""
-    outcome: int
-    how: int
-    """`_SAME`: the message as it is; `_MERGE`: plus `extra` (immutable values); `_COPY`: plus
-    fresh copies of `extra`; `_CALL`: ask the dialect again (it changed or removed fields)."""
+    outcome: Outcome
+    how: How
     extra: dict[str, Any]
 
 
@@ -147,7 +172,7 @@ def _fresh(value: Any) -> Any:
     return value
 
 
-def _added_fields(base: dict[str, Any], out: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+def _added_fields(base: dict[str, Any], out: dict[str, Any]) -> tuple[How, dict[str, Any]]:
     """How `out` was made from `base`: `base` itself, or `base` plus fields appended after it
     (`base`'s values untouched, in order), or something else (`_CALL`)."""
     if len(out) < len(base):
