@@ -14,6 +14,7 @@ from ..core.turns import without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
 from . import kwargs as read
+from . import rust_core
 from .calls import CallState, Capture, RenderedFor, details_of
 from .flows import Flow, Write
 
@@ -34,6 +35,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
         target, provider, model = engine.target(kwargs)
+        rust_core.warn_if_served_natively(provider, model)
         dialect = get_dialect(target.dialect)
         if not dialect.keeps_block_order:
             return kwargs

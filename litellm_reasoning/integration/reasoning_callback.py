@@ -255,6 +255,15 @@ class ReasoningCallback(CustomLogger):
             kwargs["messages"] = without_turn(messages)
         return kwargs
 
+    async def async_pre_request_hook(
+        self, model: str, messages: list[Any], kwargs: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Changes nothing. Defined because LiteLLM 1.110+ keeps an async Anthropic-format call
+        on its Python path when a callback defines it: its opt-in Rust core (`LITELLM_RUST`)
+        runs the deployment hook but not the reply hooks, so a reply would never be captured
+        (measured: a dropping client's tool loop then gets Claude's 400)."""
+        return None
+
     def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
         """Sync calls (and positional-`messages` async calls), and every further attempt of a
         call LiteLLM retries itself: the provider body (`sync_body`)."""

@@ -132,3 +132,65 @@ async def test_messages_calls_get_a_decisions_summary() -> None:
     assert summary["messages"] == {"1": "restored"}
     assert summary["counts"]["restored"] == 1 and summary["dialect"] == "anthropic"
     assert summary["reasoning_tokens"]["sent"] > 0
+
+
+class _WithoutRequestHook(ReasoningCallback):
+    """The callback as it was before it defined `async_pre_request_hook` (the control)."""
+
+    async_pre_request_hook = CustomLogger.async_pre_request_hook  # type: ignore[assignment]
+
+
+@pytest.mark.parametrize("defines_hook", [True, False], ids=["callback", "control"])
+async def test_litellm_rust_core_on_the_messages_route(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, defines_hook: bool
+) -> None:
+    """LiteLLM's opt-in Rust core (`LITELLM_RUST=true`) serves Anthropic-format calls to
+    `anthropic/` without running the reply hooks: nothing is captured, and a dropping client's
+    tool loop is refused (the control shows it). LiteLLM 1.110+ keeps a call on Python when a
+    callback defines `async_pre_request_hook`, and the callback does: the loop completes.
+    LiteLLM 1.106 / 1.108 route by provider alone: the callback warns once, naming the model."""
+    catalog = pytest.importorskip("litellm.rust_bridge.catalog", reason="no Rust core")
+    monkeypatch.setenv("LITELLM_RUST", "true")
+    caplog.set_level("WARNING", logger="litellm_reasoning")
+    feature = getattr(getattr(catalog, "Feature", None), "PRE_REQUEST_HOOK", None)
+    kept_on_python = defines_hook and feature is not None
+    kind = ReasoningCallback if defines_hook else _WithoutRequestHook
+    callback = register(kind(capture_wait_seconds=2.0))
+    model = f"claude-sonnet-4-5-rust-{defines_hook}-{uuid.uuid4().hex[:6]}"
+    try:
+        with AnthropicUpstream(strict=True) as claude:
+            claude.script(model, AnthropicReply(REPLY))
+            claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+            params: dict[str, Any] = {
+                "model": f"anthropic/{model}",
+                "api_base": claude.base_url,
+                "api_key": "k",
+                "max_tokens": 2048,
+                "thinking": THINKING,
+                "tools": [TOOL],
+            }
+            messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+            first = await litellm.anthropic.messages.acreate(messages=messages, **params)
+            dropped = [b for b in first["content"] if b["type"] != "thinking"]
+            result = [{"type": "tool_result", "tool_use_id": "toolu_sdk_1", "content": "x"}]
+            messages += [
+                {"role": "assistant", "content": dropped},
+                {"role": "user", "content": result},
+            ]
+            if kept_on_python:
+                await litellm.anthropic.messages.acreate(messages=messages, **params)
+            else:
+                with pytest.raises(litellm.BadRequestError, match="Expected `thinking`"):
+                    await litellm.anthropic.messages.acreate(messages=messages, **params)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    warnings = [r.getMessage() for r in caplog.records if "Rust core" in r.getMessage()]
+    if kept_on_python:
+        assert claude.refusals == []
+        assert claude.bodies(model)[-1]["messages"][1]["content"] == REPLY
+        assert callback.stats["captured"] == 1 and callback.stats["restored"] == 1
+        assert warnings == []
+    else:
+        assert callback.stats["captured"] == 0  # the Rust core ran no reply hook
+        if feature is None:  # LiteLLM 1.106 / 1.108: said once, naming the model
+            assert len(warnings) == 1 and f"anthropic/{model}" in warnings[0]
