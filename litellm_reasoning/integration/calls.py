@@ -45,6 +45,9 @@ class Capture:
     """An Anthropic-format `/v1/messages` call: its reply is keyed by `messages_format`."""
     deployment: str | None = None
     """The Router deployment's id."""
+    continues_prefill: bool = False
+    """The request ends with an assistant message the reply continues: nothing is kept
+    (`core.messages.continues_prefill`)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -56,6 +56,9 @@ def _records_of(
     call = state.claim()
     if call is None:
         return Capture("", "", None, None), {}
+    if call.continues_prefill:
+        logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
+        return call, {}
     try:
         raw = block_order.raw_reply(call.provider, source)
         chunks = source if isinstance(source, list) else None

@@ -14,6 +14,7 @@ from typing import Any
 from ..core import identity
 from ..core.decisions import summarize
 from ..core.limits import Limited, TokenCounter, apply_limits
+from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning
@@ -346,6 +347,7 @@ class Engine:
                 bridged=request.target.dialect == "openai_responses",
                 origin=request.origin[0],
                 deployment=request.origin[1],
+                continues_prefill=continues_prefill(request.messages),
             ),
         )
         self.report.rendered(rendered, request.target.dialect)

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
+from ..core.messages import continues_prefill
 from ..core.targets import Target
 from ..core.turns import without_turn
 from ..wire import get_dialect
@@ -71,6 +72,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 origin=origin[0],
                 deployment=origin[1],
                 messages_format=True,
+                continues_prefill=continues_prefill(cleaned),
             ),
         )
     except Exception as exc:
@@ -121,7 +123,7 @@ def capture(engine: Engine, state: CallState | None, content: Any) -> Flow[None]
         return
     call = state.claim()
     try:
-        if call is None or not call.messages_format:
+        if call is None or not call.messages_format or call.continues_prefill:
             return
         record = anthropic_messages.record_of_reply(
             content, provider=call.provider, model=call.model

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
+from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.turns import without_turn
 from ..wire.openai_responses import input_items
@@ -81,6 +82,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 responses_input=True,
                 origin=origin[0],
                 deployment=origin[1],
+                continues_prefill=continues_prefill(items),
             ),
         )
     except Exception as exc:

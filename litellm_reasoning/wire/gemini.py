@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..core.extract import GEMINI, canonical_signature, signature_bytes, split_tool_call_id
+from ..core.messages import is_assistant
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ._base import BaseDialect, Finished, strip_reasoning
@@ -182,11 +183,11 @@ def sign_current_steps(
     dummies: list[int] = []
     index = max(turn_start + 1, 0)
     while index < len(out):
-        if not _is_assistant(out[index]):
+        if not is_assistant(out[index]):
             index += 1
             continue
         end = index
-        while end < len(out) and _is_assistant(out[end]):
+        while end < len(out) and is_assistant(out[end]):
             end += 1
         step = next((i for i in range(index, end) if out[i].get("tool_calls")), None)
         index = end
@@ -198,10 +199,6 @@ def sign_current_steps(
         out[step] = {**out[step], "tool_calls": calls}
         (from_ids if kept else dummies).append(step)
     return out, from_ids, dummies
-
-
-def _is_assistant(message: Any) -> bool:
-    return isinstance(message, dict) and message.get("role") == "assistant"
 
 
 def _id_signature(message: Any) -> str | None:
