@@ -57,7 +57,7 @@ class ScriptedServer(Generic[ReplyT]):
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with server._lock:
                     server.received.append(Received(self.path, body, headers))
-                self._send(*server.answer(body, server._next(str(body.get("model", "")))))
+                self._send(*server.answer(body, server._next(server.model_of(self.path, body))))
 
             def _send(self, status: int, content_type: str, data: bytes) -> None:
                 self.send_response(status)
@@ -69,6 +69,10 @@ class ScriptedServer(Generic[ReplyT]):
         self._server = ThreadingHTTPServer((host, port), Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    def model_of(self, path: str, body: dict[str, Any]) -> str:
+        """The model a request names (what replies are scripted under)."""
+        return str(body.get("model", ""))
 
     def answer(self, body: dict[str, Any], reply: ReplyT | None) -> tuple[int, str, bytes]:
         """(status, content type, bytes) for a request `body` and its scripted `reply`."""

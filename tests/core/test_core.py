@@ -282,7 +282,7 @@ class TestTargets:
             ("groq", "qwen/qwen3-32b", None, "no_reasoning"),
             ("anthropic", "claude-sonnet-4-5", None, "anthropic"),
             ("bedrock", "us.anthropic.claude-3-7-sonnet-20250219-v1:0", None, "anthropic_bedrock"),
-            ("bedrock", "amazon.nova-pro-v1:0", None, "passthrough"),
+            ("bedrock", "amazon.nova-pro-v1:0", None, "no_reasoning"),
             ("vertex_ai", "claude-sonnet-4-5@20250929", None, "anthropic_vertex"),
             ("vertex_ai", "gemini-2.5-pro", None, "gemini_vertex"),
             ("vertex_ai", "text-bison", None, "passthrough"),
