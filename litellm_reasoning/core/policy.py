@@ -120,14 +120,17 @@ def template_keeps_thinking(params: Sequence[Any]) -> bool:
 def provider_manages_thinking(params: Sequence[Any]) -> bool:
     """Whether the request (its keyword dicts) asks the provider to decide which earlier
     thinking it keeps: Z.ai `thinking: {"clear_thinking": false}` (keep every turn's, unmodified),
-    or Claude context editing `context_management: {"edits": [{"type":
-    "clear_thinking_20251015", ...}]}` (the API clears server-side; the client keeps the full
-    history). Either way every turn's reasoning is sent, byte-stable, and the provider trims."""
+    Fireworks `reasoning_history: "preserved"`, or Claude context editing `context_management:
+    {"edits": [{"type": "clear_thinking_20251015", ...}]}` (the API clears server-side; the
+    client keeps the full history). Either way every turn's reasoning is sent, byte-stable, and
+    the provider trims."""
     for p in params:
         if not isinstance(p, dict):
             continue
         thinking = p.get("thinking")
         if isinstance(thinking, dict) and thinking.get("clear_thinking") is False:
+            return True
+        if p.get("reasoning_history") == "preserved":
             return True
         management = p.get("context_management")
         edits = management.get("edits") if isinstance(management, dict) else management

@@ -177,7 +177,8 @@ def providers_markdown() -> str:
             policy += f"; with tools: {rule.policy_with_tools.value}"
         if rule.policy_with_preserved_thinking:
             policy += (
-                "; provider-managed (`clear_thinking` false / `clear_thinking_20251015`): "
+                "; provider-managed (`clear_thinking` false / `clear_thinking_20251015` / "
+                "`reasoning_history: preserved`): "
                 f"{rule.policy_with_preserved_thinking.value}"
             )
         if rule.strip == "leading_run":

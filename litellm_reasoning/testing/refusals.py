@@ -33,6 +33,20 @@ def deepseek_reasoning_required(body: dict[str, Any]) -> tuple[int, dict[str, An
     return None
 
 
+def kimi_reasoning_required(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+    """Kimi thinking (K2 Thinking, K2.5, K2.6, K3; on Moonshot and on other hosts): every
+    earlier assistant message with tool calls must carry its `reasoning_content`."""
+    for index, message in enumerate(body.get("messages") or []):
+        calls = isinstance(message, dict) and message.get("role") == "assistant"
+        if calls and message.get("tool_calls") and not message.get("reasoning_content"):
+            text = (
+                "thinking is enabled but reasoning_content is missing in assistant tool call "
+                f"message at index {index}"
+            )
+            return 400, {"error": {"message": text, "type": "invalid_request_error"}}
+    return None
+
+
 def openai_encrypted_content(revoked: Collection[str]) -> Refusal:
     """OpenAI Responses refusing reasoning items whose `encrypted_content` it cannot decrypt
     (another organisation's, a rotated key)."""
