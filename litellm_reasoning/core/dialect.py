@@ -47,6 +47,7 @@ DIALECT_NAMES = frozenset(
         "openai_responses",
         "ollama_chat",
         "mistral",
+        "minimax",
         "openrouter",
         "openrouter_anthropic",
         "openrouter_openai",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..core.dialect import DIALECT_NAMES, REASONING_KEYS, Dialect, strip_reasoning
 from .anthropic.dialect import AnthropicDialect, BedrockClaudeDialect, VertexClaudeDialect
 from .gemini import GeminiDialect, VertexGeminiDialect
+from .minimax import MinimaxDialect
 from .mistral import MistralDialect
 from .no_reasoning import NoReasoningDialect, PassthroughDialect
 from .ollama import OllamaChatDialect
@@ -37,6 +38,7 @@ _DIALECTS: dict[str, Dialect] = {
         ResponsesItemsDialect(),
         OllamaChatDialect(),
         MistralDialect(),
+        MinimaxDialect(),
         OpenRouterDialect(),
         OpenRouterAnthropicDialect(),
         OpenRouterOpenAIDialect(),

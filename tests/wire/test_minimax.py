@@ -1,0 +1,107 @@
+"""MiniMax M2.x / M3 (`minimax/`). With `reasoning_split` the thinking comes as
+`reasoning_details` (LiteLLM keeps them in `provider_specific_fields`) and must go back
+unmodified on every assistant message; without it the `<think>` text is part of `content` and
+is never touched."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import litellm
+import pytest
+from conftest import register
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+MODEL = "MiniMax-M2.5"
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+CALL = {
+    "id": "call_function_mm_1",
+    "type": "function",
+    "function": {"name": "f", "arguments": "{}"},
+}
+DETAILS = [
+    {
+        "type": "reasoning.text",
+        "id": "reasoning-text-1",
+        "format": "MiniMax-response-v1",
+        "index": 0,
+        "text": "I should call f first.",
+    }
+]
+
+
+@pytest.fixture
+def callback() -> Iterator[ReasoningCallback]:
+    yield register(ReasoningCallback(capture_wait_seconds=5.0))
+    litellm.logging_callback_manager._reset_all_callbacks()
+
+
+async def _call(how: str, **params: Any) -> Any:
+    if how == "completion":
+        return await asyncio.to_thread(litellm.completion, **params)
+    return await litellm.acompletion(**params)
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion"])
+async def test_reasoning_details_go_back_unmodified_on_every_turn(
+    callback: ReasoningCallback, how: str
+) -> None:
+    with Upstream() as minimax:
+        minimax.script(
+            MODEL,
+            Reply(message={"content": "", "reasoning_details": DETAILS, "tool_calls": [CALL]}),
+        )
+        minimax.always(MODEL, Reply(message={"content": "Done."}))
+        params: dict[str, Any] = {
+            "model": f"minimax/{MODEL}",
+            "api_base": minimax.base_url,
+            "api_key": "k",
+            "tools": TOOLS,
+            "reasoning_split": True,
+        }
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
+        await _call(how, messages=messages, **params)
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
+            {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
+        ]
+        await _call(how, messages=messages, **params)
+        messages += [
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "And now?"},  # a new turn: still sent
+        ]
+        await _call(how, messages=messages, **params)
+        bodies = minimax.bodies(MODEL)
+    assert bodies[1]["messages"][1]["reasoning_details"] == DETAILS
+    assert bodies[2]["messages"][1]["reasoning_details"] == DETAILS
+    assert callback.stats["restored"] == 2
+
+
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
+async def test_think_text_goes_back_in_content_as_it_came(
+    callback: ReasoningCallback, keeps: bool
+) -> None:
+    """Without `reasoning_split` the reply's content starts with `<think>…</think>`, which
+    LiteLLM splits off into `reasoning_content`: whether the client keeps that field or drops
+    it, MiniMax gets the content back exactly as it sent it, on every turn."""
+    content = "<think>The user greets me.</think>Hello!"
+    with Upstream() as minimax:
+        minimax.script(MODEL, Reply(message={"content": content}))
+        minimax.always(MODEL, Reply(message={"content": "Fine."}))
+        params: dict[str, Any] = {"model": f"minimax/{MODEL}", "api_base": minimax.base_url}
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Hi"}]
+        first = await litellm.acompletion(messages=messages, api_key="k", **params)
+        reply = first.choices[0].message
+        kept = {"reasoning_content": reply.reasoning_content} if keeps else {}
+        messages += [
+            {"role": "assistant", "content": reply.content, **kept},
+            {"role": "user", "content": "How are you?"},
+        ]
+        await litellm.acompletion(messages=messages, api_key="k", **params)
+        sent = minimax.bodies(MODEL)[-1]["messages"]
+    assert (reply.content, reply.reasoning_content) == ("Hello!", "The user greets me.")
+    assert sent[1] == {"role": "assistant", "content": content}
