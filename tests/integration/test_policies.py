@@ -76,6 +76,58 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
         "any",
     ),
     ("openai", "qwen3-32b", False, False, "openai_chat", "current_turn", "any"),
+    # Bedrock's other models refuse signed reasoningContent; DeepSeek-R1 there any reasoning.
+    ("bedrock", "us.amazon.nova-2-lite-v1:0", True, False, "no_reasoning", "none", "any"),
+    ("bedrock", "us.deepseek.r1-v1:0", False, False, "no_reasoning", "none", "any"),
+    # Fireworks serves each family under its own rule; `reasoning_history: preserved` keeps all.
+    (
+        "fireworks_ai",
+        "accounts/fireworks/models/kimi-k3",
+        True,
+        False,
+        "openai_chat",
+        "tool_calls_all_turns",
+        "any",
+    ),
+    (
+        "fireworks_ai",
+        "accounts/fireworks/models/deepseek-v4-pro",
+        True,
+        False,
+        "openai_chat_required",
+        "all_turns",
+        "any",
+    ),
+    (
+        "fireworks_ai",
+        "accounts/fireworks/models/deepseek-v4-pro",
+        False,
+        True,
+        "openai_chat",
+        "all_turns",
+        "any",
+    ),
+    (
+        "fireworks_ai",
+        "accounts/fireworks/models/qwen3-235b-a22b",
+        False,
+        False,
+        "openai_chat",
+        "current_turn",
+        "any",
+    ),
+    (
+        "fireworks_ai",
+        "accounts/fireworks/models/glm-4p7",
+        False,
+        True,
+        "openai_chat",
+        "all_turns",
+        "any",
+    ),
+    # MiniMax: every turn's details (or <think> text) go back.
+    ("minimax", "MiniMax-M2.5", True, False, "minimax", "all_turns", "any"),
+    ("moonshot", "kimi-k3", True, False, "openai_chat", "tool_calls_all_turns", "any"),
     # §6 Kimi validates reasoning_content on every earlier tool-call message.
     ("moonshot", "kimi-k2-thinking", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     # §11 Qwen3 template drops reasoning before the last user query.
