@@ -1,4 +1,4 @@
-"""`litellm-reasoning`: the demo and the conformance runner."""
+"""`litellm-reasoning`: the demo, the conformance runner, the store and `explain`."""
 
 from __future__ import annotations
 
@@ -39,14 +39,20 @@ def main(argv: list[str] | None = None) -> int:
         help="go through the real LiteLLM proxy with the official openai client "
         "(needs: pip install 'litellm-reasoning[proxy]')",
     )
+    from .explain import add_parser as add_explain_parser
     from .store import add_parser as add_store_parser
 
     add_store_parser(commands)
+    add_explain_parser(commands)
     args = parser.parse_args(argv)
     if args.command == "store":
         from .store import run as run_store
 
         return run_store(args)
+    if args.command == "explain":
+        from .explain import run as run_explain
+
+        return run_explain(args)
     if args.command == "conformance":
         from .conformance import main as run_conformance
 
