@@ -66,7 +66,6 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
     from ..integration.calls import new_state
     from ..integration.engine import Engine
     from ..integration.reporting import Reporter
-    from ..memo.pending import PendingCaptures
 
     store = store_from_url(store_url)
     engine = Engine(
@@ -79,7 +78,6 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
         count_tokens=estimate_tokens,
         scope_from_client=True,
         legacy_keys=True,
-        pending=PendingCaptures(),
     )
     messages = list(request["messages"])
     metadata = {

@@ -79,7 +79,7 @@ class Engine:
     count_tokens: TokenCounter
     scope_from_client: bool
     legacy_keys: bool
-    pending: PendingCaptures
+    pending: PendingCaptures = dataclasses.field(default_factory=PendingCaptures)
     histories: PrefixCache = dataclasses.field(default_factory=PrefixCache)
     targets: TargetCache = dataclasses.field(default_factory=TargetCache)
     refused: RefusedRecords = dataclasses.field(default_factory=RefusedRecords)

@@ -137,7 +137,7 @@ def test_cli_commands() -> None:
         timeout=120,
     )
     assert done.returncode == 0, done.stderr
-    assert "{conformance,demo,store}" in done.stdout
+    assert "{conformance,demo,store,explain}" in done.stdout
 
 
 def test_version_and_module_entry_point() -> None:
