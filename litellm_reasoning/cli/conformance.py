@@ -19,6 +19,14 @@ A case file is JSON: `{"about": ..., "cases": [case, ...]}`. A case:
   `blocks` is the reply's whole content in its order (interleaved thinking); its `reasoning`,
   `content` and `tool_calls` are then what LiteLLM makes of it. The server validates as Claude
   does (`AnthropicUpstream(strict=True)`).
+* optional `wire: "gemini"`: the target is a `gemini/` model behind a local Gemini API server.
+  An assistant message's `parts` are the reply's Gemini parts (thought text, text and function
+  calls, with their `thoughtSignature`s); both clients play the conversation step by step and
+  send each reply back as LiteLLM gave it (`keeps`: the whole message, thought signatures in
+  `provider_specific_fields` included; `drops`: role, content and tool calls). A `tool` message
+  names the call it answers by its place in the previous reply (`call`, default 0). `expect`
+  is the `contents` of the Gemini request body (`role`, `parts`; an entry may name `role`
+  only); function call ids, which LiteLLM makes up, are compared as `<id>`.
 
 Every case runs for each call shape (acompletion, completion, Router async and sync), streamed and
 not, and for each client: `keeps` sends the reasoning back itself as `reasoning_content`; `drops`
@@ -40,6 +48,7 @@ from typing import Any
 
 from ..core.turns import TURN_KEY
 from ..testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from ..testing.gemini_upstream import GeminiReply, GeminiUpstream
 from ..testing.upstream import Reply, Upstream
 from ..wire import REASONING_KEYS
 
@@ -127,6 +136,47 @@ def _anthropic_upstream() -> AnthropicUpstream:
     return _ANTHROPIC
 
 
+_GEMINI: GeminiUpstream | None = None
+
+
+def _gemini_upstream() -> GeminiUpstream:
+    """One local Gemini server per process, started on first use."""
+    global _GEMINI
+    if _GEMINI is None:
+        _GEMINI = GeminiUpstream().start()
+    return _GEMINI
+
+
+def _gemini_client_message(reply: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
+    """A Gemini reply as the client sends it back: LiteLLM's whole message, or only role,
+    content and tool calls (ids as LiteLLM gave them: they may embed a signature)."""
+    if keeps:
+        return {k: v for k, v in reply.items() if v is not None and k != "function_call"}
+    out: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
+    if reply.get("tool_calls"):
+        out["tool_calls"] = [
+            {"id": c["id"], "type": "function", "function": dict(c["function"])}
+            for c in reply["tool_calls"]
+        ]
+    return out
+
+
+def _without_call_ids(contents: list[Any]) -> list[Any]:
+    """Gemini `contents` with the function call ids LiteLLM makes up (random per reply) shown
+    as `<id>`, so a case can name the rest exactly."""
+    out = []
+    for content in contents:
+        parts = []
+        for part in content.get("parts") or [] if isinstance(content, dict) else []:
+            part = dict(part)
+            for name in ("function_call", "functionCall", "function_response", "functionResponse"):
+                if isinstance(part.get(name), dict) and "id" in part[name]:
+                    part[name] = {**part[name], "id": "<id>"}
+            parts.append(part)
+        out.append({**content, "parts": parts} if isinstance(content, dict) else content)
+    return out
+
+
 def _reply_for(message: dict[str, Any]) -> Reply:
     content = message.get("content") or ""
     if isinstance(content, list):  # servers answer with a string; the client may send parts back
@@ -155,12 +205,21 @@ def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
     return ""
 
 
-def _sync_call(target: Any, params: dict[str, Any], stream: bool) -> None:
+def _reply_message(response: Any, chunks: list[Any] | None) -> dict[str, Any]:
+    """The assistant message of a reply (a stream's, assembled), as a dict."""
+    import litellm
+
+    if chunks is not None:
+        response = litellm.stream_chunk_builder(chunks=chunks)
+    message: dict[str, Any] = response.choices[0].message.model_dump()
+    return message
+
+
+def _sync_call(target: Any, params: dict[str, Any], stream: bool) -> dict[str, Any]:
     response = target.completion(**params)
-    if stream:
-        for _ in response:
-            pass
-    del response
+    chunks = list(response) if stream else None
+    message = _reply_message(response, chunks)
+    del response, chunks
     # LiteLLM stops reading a sync stream at its last event and leaves the HTTP line generator
     # suspended; if the cyclic GC finalises it later, inside httpcore's pool lock during the
     # next request on the same client, that thread deadlocks on the lock it holds. Finalise
@@ -168,6 +227,7 @@ def _sync_call(target: Any, params: dict[str, Any], stream: bool) -> None:
     # the test suite does).
     if gc.isenabled():
         gc.collect()
+    return message
 
 
 class Runner:
@@ -198,7 +258,7 @@ class Runner:
         tools: Any,
         base_url: str | None = None,
         extra: dict[str, Any] | None = None,
-    ) -> None:
+    ) -> dict[str, Any]:
         import litellm
 
         base_url = base_url or self.upstream.base_url
@@ -226,11 +286,9 @@ class Runner:
             params.update(model=model, api_base=base_url, api_key="conformance")
         if call.endswith("acompletion"):
             response = await target.acompletion(**params)
-            if stream:
-                async for _ in response:
-                    pass
-        else:
-            await asyncio.to_thread(_sync_call, target, params, stream)
+            chunks = [chunk async for chunk in response] if stream else None
+            return _reply_message(response, chunks)
+        return await asyncio.to_thread(_sync_call, target, params, stream)
 
     async def run_one(self, case: Case, call: str, stream: bool, client: str) -> Outcome:
         import litellm
@@ -241,6 +299,8 @@ class Runner:
         extra = case.raw.get("params")
         messages: list[dict[str, Any]] = case.raw["messages"]
         anthropic = case.raw.get("wire") == "anthropic"
+        if case.raw.get("wire") == "gemini":
+            return await self._run_gemini(case, call, stream, client)
         server: Upstream | AnthropicUpstream = _anthropic_upstream() if anthropic else self.upstream
         base_url = server.base_url
         previous = litellm.callbacks
@@ -267,6 +327,51 @@ class Runner:
             if len(bodies) <= before:
                 return Outcome(case, call, stream, client, False, "no request reached the server")
             detail = compare(bodies[-1].get("messages", []), case.raw["expect"])
+            return Outcome(case, call, stream, client, not detail, detail)
+        except Exception as exc:
+            return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
+        finally:
+            litellm.callbacks = previous
+
+    async def _run_gemini(self, case: Case, call: str, stream: bool, client: str) -> Outcome:
+        import litellm
+
+        model = str(case.raw.get("model") or "gemini/gemini-3-pro-preview")
+        wire_model = model.split("/", 1)[1]
+        server = _gemini_upstream()
+        previous = litellm.callbacks
+        litellm.logging_callback_manager._reset_all_callbacks()
+        litellm.callbacks = [self._callback(case)]
+        tools, extra = case.raw.get("tools"), case.raw.get("params")
+        try:
+            history: list[dict[str, Any]] = []
+            reply: dict[str, Any] = {}
+            for message in case.raw["messages"]:
+                if message.get("role") == "assistant":
+                    server.script(wire_model, GeminiReply(list(message["parts"])))
+                    reply = await self._call(
+                        call, model, list(history), stream, tools, server.base_url, extra
+                    )
+                    history.append(_gemini_client_message(reply, keeps=client == "keeps"))
+                elif message.get("role") == "tool":
+                    answered = reply["tool_calls"][int(message.get("call", 0))]
+                    history.append(
+                        {
+                            "role": "tool",
+                            "tool_call_id": answered["id"],
+                            "content": message.get("content", ""),
+                        }
+                    )
+                else:
+                    history.append(_client_message(message, keeps=client == "keeps"))
+            server.always(wire_model, GeminiReply([{"text": "ok"}]))
+            before = len(server.requests_for(wire_model))
+            await self._call(call, model, history, stream, tools, server.base_url, extra)
+            bodies = server.requests_for(wire_model)
+            if len(bodies) <= before:
+                return Outcome(case, call, stream, client, False, "no request reached the server")
+            contents = _without_call_ids(bodies[-1].get("contents", []))
+            detail = compare(contents, case.raw["expect"])
             return Outcome(case, call, stream, client, not detail, detail)
         except Exception as exc:
             return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
