@@ -5,7 +5,8 @@
 #   2. LiteLLM 1.108.7 with the proxy extra (what `pip install 'litellm-reasoning[proxy]'` resolves
 #      today, the 1.108 long-term-support line; constraints/proxy-1.108.7.txt): every test.
 #   3. The newest supported SDK, LiteLLM 1.110.2: every test that does not start the proxy.
-# Each set lives in its own venv under .venvs/ (re-used when present, so a re-run is quick).
+# Each set lives in its own venv under .venvs/ (re-used when present, so a re-run is quick); the
+# three run side by side, and their output is printed one after the other.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export LITELLM_LOCAL_MODEL_COST_MAP=True
@@ -23,16 +24,32 @@ install proxy-1.108.7 proxy-1.108.7.txt dev,proxy
 install sdk-1.110.2 sdk-1.110.2.txt dev
 
 mkdir -p .venvs/reports
+rm -f .venvs/reports/*.xml .venvs/reports/*.log  # a line that writes no report counts as failed
+# The three lines run at once: each spends most of its time waiting on local servers, proxy
+# processes and timeouts (a line alone keeps one core a quarter busy), and they share nothing
+# but the Redis on 6379, where every test uses a prefix of its own; ports are all free ports.
+run_line() {  # venv pytest-args...
+  local venv=$1
+  shift
+  .venvs/$venv/bin/python -m pytest -q -p no:cacheprovider \
+    --junitxml=.venvs/reports/$venv.xml "$@" >.venvs/reports/$venv.log 2>&1
+}
+run_line proxy-1.106.12 "$@" &
+pid_106=$!
+run_line proxy-1.108.7 "$@" &
+pid_108=$!
+run_line sdk-1.110.2 -m "not proxy" "$@" &
+pid_110=$!
 status=0
+wait $pid_106 || status=$?
 echo "== LiteLLM 1.106.12 (with proxy): all tests"
-.venvs/proxy-1.106.12/bin/python -m pytest -q -p no:cacheprovider \
-  --junitxml=.venvs/reports/proxy-1.106.12.xml "$@" || status=$?
+cat .venvs/reports/proxy-1.106.12.log
+wait $pid_108 || status=$?
 echo "== LiteLLM 1.108.7 (with proxy): all tests"
-.venvs/proxy-1.108.7/bin/python -m pytest -q -p no:cacheprovider \
-  --junitxml=.venvs/reports/proxy-1.108.7.xml "$@" || status=$?
+cat .venvs/reports/proxy-1.108.7.log
+wait $pid_110 || status=$?
 echo "== LiteLLM 1.110.2 (SDK): all tests but the proxy process"
-.venvs/sdk-1.110.2/bin/python -m pytest -q -p no:cacheprovider -m "not proxy" \
-  --junitxml=.venvs/reports/sdk-1.110.2.xml "$@" || status=$?
+cat .venvs/reports/sdk-1.110.2.log
 
 # Both runs in one closing line, counted from pytest's own reports.
 "$PYTHON" - .venvs/reports/proxy-1.106.12.xml .venvs/reports/proxy-1.108.7.xml \
