@@ -31,6 +31,16 @@ def register(callback: ReasoningCallback) -> ReasoningCallback:
 
 
 @pytest.fixture
+def fake_aws(monkeypatch: pytest.MonkeyPatch) -> None:
+    """AWS credentials for local servers only (nothing here reaches AWS)."""
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLELOCALONLY")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local-only-secret")
+    monkeypatch.setenv("AWS_REGION_NAME", "us-east-1")
+    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+
+
+@pytest.fixture
 def callback() -> Iterator[ReasoningCallback]:
     """A registered callback on its own in-memory store, unregistered afterwards."""
     yield register(ReasoningCallback())

@@ -44,6 +44,8 @@ keeps_or_drops = pytest.mark.parametrize("keep", [True, False], ids=["keeps", "d
 streamed_or_not = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 THINKING = ("thinking", "redacted_thinking")
 
+pytestmark = pytest.mark.usefixtures("fake_aws")
+
 
 # ---------------------------------------------------------------- reading the recordings
 
@@ -284,15 +286,6 @@ class SpyStore(MemoryStore):
 
     def __bool__(self) -> bool:
         return True
-
-
-@pytest.fixture(autouse=True)
-def fake_aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLEREPLAYONLY")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "replay-only-secret")
-    monkeypatch.setenv("AWS_REGION_NAME", "us-east-1")
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from Claude carries signed blocks). Against a local Converse server that refuses
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import litellm
@@ -32,20 +31,7 @@ HISTORY: list[dict[str, Any]] = [
 ]
 MODELS = ["us.amazon.nova-2-lite-v1:0", "us.deepseek.r1-v1:0", "qwen.qwen3-32b-v1:0"]
 
-
-@pytest.fixture(autouse=True)
-def fake_aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLELOCALONLY")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "local-only-secret")
-    monkeypatch.setenv("AWS_REGION_NAME", "us-east-1")
-    monkeypatch.delenv("AWS_SESSION_TOKEN", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-
-
-@pytest.fixture
-def callback() -> Iterator[ReasoningCallback]:
-    yield register(ReasoningCallback())
-    litellm.logging_callback_manager._reset_all_callbacks()
+pytestmark = pytest.mark.usefixtures("fake_aws")
 
 
 async def _call(how: str, model: str, endpoint: str) -> Any:

@@ -5,12 +5,12 @@ requires it; the server refuses like Kimi and DeepSeek do."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import litellm
 import pytest
+from clients import complete
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -25,12 +25,6 @@ CALL = {"id": "functions.f:0", "type": "function", "function": {"name": "f", "ar
 def callback() -> Iterator[ReasoningCallback]:
     yield register(ReasoningCallback(capture_wait_seconds=5.0))
     litellm.logging_callback_manager._reset_all_callbacks()
-
-
-async def _call(how: str, **params: Any) -> Any:
-    if how == "completion":
-        return await asyncio.to_thread(litellm.completion, **params)
-    return await litellm.acompletion(**params)
 
 
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
@@ -56,15 +50,10 @@ async def test_a_dropping_client_completes_a_tool_loop_and_a_new_turn(
             Reply(message={"reasoning_content": "f answered.", "content": "Done."}),
         )
         fireworks.always(model, Reply(message={"reasoning_content": "Again.", "content": "Ok."}))
-        params: dict[str, Any] = {
-            "model": f"fireworks_ai/{model}",
-            "api_base": fireworks.base_url,
-            "api_key": "k",
-            "tools": TOOLS,
-        }
+        target = (f"fireworks_ai/{model}", fireworks.base_url)
         messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-        first = await _call(how, messages=messages, **params)
-        call = first.choices[0].message.tool_calls[0]
+        first = await complete(how, *target, messages, stream=False, tools=TOOLS)
+        call = first.tool_calls[0]
         messages += [
             {
                 "role": "assistant",
@@ -79,12 +68,12 @@ async def test_a_dropping_client_completes_a_tool_loop_and_a_new_turn(
             },
             {"role": "tool", "tool_call_id": call.id, "content": "42"},
         ]
-        second = await _call(how, messages=messages, **params)
+        second = await complete(how, *target, messages, stream=False, tools=TOOLS)
         messages += [
-            {"role": "assistant", "content": second.choices[0].message.content},
+            {"role": "assistant", "content": second.content},
             {"role": "user", "content": "And again?"},
         ]
-        await _call(how, messages=messages, **params)
+        await complete(how, *target, messages, stream=False, tools=TOOLS)
         bodies = fireworks.bodies(model)
     assert fireworks.refusals == []
     assert bodies[1]["messages"][1]["reasoning_content"] == "Call f first."

@@ -5,12 +5,12 @@ is never touched."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
 import litellm
 import pytest
+from clients import complete
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -40,12 +40,6 @@ def callback() -> Iterator[ReasoningCallback]:
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
-async def _call(how: str, **params: Any) -> Any:
-    if how == "completion":
-        return await asyncio.to_thread(litellm.completion, **params)
-    return await litellm.acompletion(**params)
-
-
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 async def test_reasoning_details_go_back_unmodified_on_every_turn(
     callback: ReasoningCallback, how: str
@@ -56,25 +50,20 @@ async def test_reasoning_details_go_back_unmodified_on_every_turn(
             Reply(message={"content": "", "reasoning_details": DETAILS, "tool_calls": [CALL]}),
         )
         minimax.always(MODEL, Reply(message={"content": "Done."}))
-        params: dict[str, Any] = {
-            "model": f"minimax/{MODEL}",
-            "api_base": minimax.base_url,
-            "api_key": "k",
-            "tools": TOOLS,
-            "reasoning_split": True,
-        }
+        target = (f"minimax/{MODEL}", minimax.base_url)
+        split: dict[str, Any] = {"tools": TOOLS, "reasoning_split": True}
         messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-        await _call(how, messages=messages, **params)
+        await complete(how, *target, messages, stream=False, **split)
         messages += [
             {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
             {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
         ]
-        await _call(how, messages=messages, **params)
+        await complete(how, *target, messages, stream=False, **split)
         messages += [
             {"role": "assistant", "content": "Done."},
             {"role": "user", "content": "And now?"},  # a new turn: still sent
         ]
-        await _call(how, messages=messages, **params)
+        await complete(how, *target, messages, stream=False, **split)
         bodies = minimax.bodies(MODEL)
     assert bodies[1]["messages"][1]["reasoning_details"] == DETAILS
     assert bodies[2]["messages"][1]["reasoning_details"] == DETAILS
