@@ -98,6 +98,8 @@ class CallState:
     made only when a refusal asks for it (`restored_records`), not on every request."""
     rendered_for: RenderedFor | None = None
     """The target the request was rendered for."""
+    raw_sse: list[bytes] | None = None
+    """An Anthropic-format SDK stream's SSE bytes, as LiteLLM collected them (`patches`)."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __copy__(self) -> CallState:

@@ -116,6 +116,23 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
         yield from capture(engine, state, content)
 
 
+def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
+    """An SDK stream's reply, from the SSE bytes LiteLLM collected (`patches`): LiteLLM's
+    success event carries it chat-shaped, which would be filed under the wrong key."""
+    raw, state.raw_sse = state.raw_sse, None
+    content = None
+    if raw is not None and not state.captured:
+        try:
+            content = anthropic_messages.content_of_stream(b"".join(raw).decode("utf-8", "replace"))
+        except Exception as exc:
+            engine.report.fail("reading a /v1/messages stream", exc)
+    if content is None:  # nothing whole to keep (a cut stream), or captured already
+        state.claim()
+        engine.pending.close(state.id)
+        return
+    yield from capture(engine, state, content)
+
+
 def capture(engine: Engine, state: CallState | None, content: Any) -> Flow[None]:
     """An Anthropic-format reply's content blocks, kept under the key its assistant message
     will have when the client sends it back."""

@@ -4,7 +4,10 @@ process-wide, so every callback instance shares them), each guarded so it never 
 * `send_bedrock_redacted_thinking`: LiteLLM 1.106.x drops Claude's `redacted_thinking` on
   Bedrock Converse (1.110 sends it); without it a tool loop whose reply had one cannot go on;
 * `watch_streams`: ties each LiteLLM stream to its call's state (whether the provider finished
-  it, and OpenRouter's raw streamed `reasoning_details`, which LiteLLM drops).
+  it, and OpenRouter's raw streamed `reasoning_details`, which LiteLLM drops);
+* `keep_messages_stream_bytes`: an Anthropic-format SDK stream's SSE bytes, which LiteLLM turns
+  into a chat-shaped reply before any hook sees it (the blocks' order and kind lost), are kept
+  on the call's state for the capture.
 
 `LITELLM_REASONING_PATCH_LITELLM=false` turns both off (then redacted Claude blocks are not sent
 on Bedrock with LiteLLM 1.106, a client that stops reading a stream at its finish chunk is not
@@ -41,6 +44,7 @@ def apply(fail: Callable[[str, BaseException], None]) -> None:
     for patch, what in (
         (send_bedrock_redacted_thinking, "teaching LiteLLM's Bedrock converter redacted thinking"),
         (watch_streams, "watching LiteLLM's streams"),
+        (keep_messages_stream_bytes, "keeping Anthropic-format stream bytes"),
     ):
         try:
             patch()
@@ -155,3 +159,37 @@ def watch_streams() -> None:
 
         chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
         handler.chunk_parser = chunk_parser
+
+
+_MESSAGES_STREAM_LOCK = threading.Lock()
+_ROUTERS = ("route_streaming_logging_to_handler", "_route_streaming_logging_to_handler")
+"""The names under which LiteLLM's stream logging is reached (one function, two names)."""
+
+
+def keep_messages_stream_bytes() -> None:
+    """Keep each Anthropic-format SDK stream's collected SSE bytes on its call's state, where
+    LiteLLM (1.106 to 1.110) hands them to its stream logging (once per process)."""
+    try:
+        from litellm.proxy.pass_through_endpoints.streaming_handler import (
+            PassThroughStreamingHandler,
+        )
+    except ImportError:  # LiteLLM without its proxy extra cannot stream this route either
+        return
+    with _MESSAGES_STREAM_LOCK:
+        original = getattr(PassThroughStreamingHandler, _ROUTERS[0])
+        if getattr(original, "_litellm_reasoning", False):
+            return
+
+        async def route(*args: Any, **kwargs: Any) -> Any:
+            with contextlib.suppress(Exception):  # never breaks the stream's logging
+                logging_obj = kwargs.get("litellm_logging_obj", args[0] if args else None)
+                raw = kwargs.get("raw_bytes")
+                state = state_in(getattr(logging_obj, "model_call_details", None))
+                if state is not None and state.messages_format and raw is not None:
+                    state.raw_sse = [bytes(piece) for piece in raw]
+            return await original(*args, **kwargs)
+
+        route._litellm_reasoning = True  # type: ignore[attr-defined]
+        for name in _ROUTERS:
+            if hasattr(PassThroughStreamingHandler, name):
+                setattr(PassThroughStreamingHandler, name, staticmethod(route))

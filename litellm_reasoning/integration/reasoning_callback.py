@@ -379,9 +379,14 @@ class ReasoningCallback(CustomLogger):
     ) -> None:
         """Streams and replies the deployment hook did not capture (after the caller has them:
         a next request of the conversation waits briefly for it)."""
-        await adrive(
-            self.engine.store, capture.capture(self.engine, state_in(kwargs), response_obj, kwargs)
-        )
+        state = state_in(kwargs)
+        if state is not None and state.messages_format:
+            # An Anthropic-format reply: streamed through the SDK (the proxy's and the JSON
+            # ones are captured already); LiteLLM's chat-shaped copy here is not its blocks.
+            flow = messages_route.capture_collected(self.engine, state)
+        else:
+            flow = capture.capture(self.engine, state, response_obj, kwargs)
+        await adrive(self.engine.store, flow)
 
     def log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any

@@ -77,6 +77,53 @@ async def test_messages_acreate_restores_dropped_thinking_in_place(
     assert callback.stats["restored"] == (0 if keeps else 1)
 
 
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
+async def test_messages_acreate_stream_is_captured_from_its_sse(
+    callback: ReasoningCallback, keeps: bool
+) -> None:
+    """An SDK stream (`acreate(stream=True)`): LiteLLM hands the hooks a chat-shaped copy of the
+    reply, so it is captured from the SSE bytes LiteLLM collected: the next request of a client
+    that dropped the thinking gets it back in place, exactly."""
+    # LiteLLM streams this route through modules of its proxy (1.110.2 without the proxy extra
+    # fails the stream itself: `No module named 'fastapi'`).
+    pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy extra")
+    model = f"claude-sonnet-4-5-messages-stream-{keeps}"
+    with AnthropicUpstream(strict=True) as claude:
+        claude.script(model, AnthropicReply(REPLY))
+        claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+        params: dict[str, Any] = {
+            "model": f"anthropic/{model}",
+            "api_base": claude.base_url,
+            "api_key": "k",
+            "max_tokens": 2048,
+            "thinking": THINKING,
+            "tools": [TOOL],
+        }
+        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+        stream = await litellm.anthropic.messages.acreate(messages=messages, stream=True, **params)
+        sse = b"".join([c async for c in stream]).decode()
+        assert '"signature_delta"' in sse  # the thinking came streamed, signed
+        sent_back = REPLY if keeps else [b for b in REPLY if b["type"] != "thinking"]
+        messages += [
+            {"role": "assistant", "content": sent_back},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_sdk_1", "content": "x"}],
+            },
+        ]
+        answer = await litellm.anthropic.messages.acreate(messages=messages, **params)
+        wire = claude.bodies(model)[-1]["messages"]
+    assert answer["content"][0]["text"] == "one line"
+    assert claude.refusals == []
+    assert wire[1]["content"] == REPLY
+    for _ in range(200):  # a keeping client's next request waits for nothing: poll
+        if callback.stats["captured"]:
+            break
+        await asyncio.sleep(0.05)
+    assert callback.stats["captured"] == 1
+    assert callback.stats["restored"] == (0 if keeps else 1)
+
+
 class _Successes(CustomLogger):
     def __init__(self) -> None:
         super().__init__()
