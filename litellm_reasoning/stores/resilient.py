@@ -236,8 +236,11 @@ class ResilientStore(ReasoningStore):
         try:
             self.backend.put_many(scope, records)
         except Exception as exc:
-            self._failed(exc, "writing")
+            # Held before the outage is declared: a read on another thread that succeeds in
+            # between must find them pending (and write them through), not call the store
+            # recovered while this write is still lost.
             self._hold(scope, list(records))
+            self._failed(exc, "writing")
             return
         self._release(scope, list(records), None)
         if self._succeeded():
@@ -294,8 +297,11 @@ class ResilientStore(ReasoningStore):
         try:
             await self.backend.aput_many(scope, records)
         except Exception as exc:
-            self._failed(exc, "writing")
+            # Held before the outage is declared: a read on another thread that succeeds in
+            # between must find them pending (and write them through), not call the store
+            # recovered while this write is still lost.
             self._hold(scope, list(records))
+            self._failed(exc, "writing")
             return
         self._release(scope, list(records), None)
         if self._succeeded():
