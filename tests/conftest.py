@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 
@@ -28,6 +29,15 @@ def register(callback: ReasoningCallback) -> ReasoningCallback:
     litellm.logging_callback_manager._reset_all_callbacks()
     litellm.callbacks = [callback]
     return callback
+
+
+async def settled(callback: ReasoningCallback, timeout: float = 60.0) -> None:
+    """Until no capture of `callback` is open any more: sync calls and streams are captured on
+    LiteLLM's logging thread after the caller has the reply (the bound is far above noise)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while callback.open_captures:
+        assert asyncio.get_running_loop().time() < deadline, "captures still open"
+        await asyncio.sleep(0.02)
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from typing import Any
 import litellm
 import pytest
 import redis as redis_client
-from conftest import register
+from conftest import register, settled
 from litellm.types.utils import Message
 from reliability_utils import openrouter_stream
 
@@ -177,6 +177,7 @@ async def test_one_call_id_for_two_tenants_at_once_files_each_reply_under_its_ow
         litellm.logging_callback_manager._reset_all_callbacks()
     for tenant, body in zip(tenants, bodies, strict=True):
         assert _assistant_reasoning(body) == [f"private {tenant}"], (tenant, body)
+    await settled(callback)
     assert callback.stats["captured"] == 2
 
 
@@ -200,6 +201,7 @@ async def test_a_reused_call_id_loses_no_capture(upstream: Upstream) -> None:
         await litellm.acompletion(messages=list(history), **common)
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
+    await settled(callback)
     assert callback.stats["captured"] == 3
     assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["step 0", "step 1", "step 2"]
 
@@ -330,6 +332,7 @@ async def test_a_namespace_cannot_spell_another_tenants_scope(upstream: Upstream
         await litellm.acompletion(messages=follow, **_common(upstream, model), **attacker)
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
+    await settled(callback)
     assert callback.stats["captured"] == 1
     assert "victim secret" not in json.dumps(upstream.bodies(model)[-1])
 
@@ -530,6 +533,7 @@ async def test_memory_is_bounded_by_bytes_through_the_callback(upstream: Upstrea
         await litellm.acompletion(messages=follow, **_common(upstream, model))
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
+    await settled(callback)
     assert callback.stats["captured"] == 8 and len(store) == 2  # type: ignore[arg-type]
     assert _assistant_reasoning(upstream.bodies(model)[-1]) == [f"7{big}"]
 

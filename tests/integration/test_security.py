@@ -18,7 +18,7 @@ from typing import Any
 import litellm
 import pytest
 import redis
-from conftest import register
+from conftest import register, settled
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
@@ -451,6 +451,7 @@ async def test_record_counts_are_capped_through_the_callback(
             )
         finally:
             litellm.logging_callback_manager._reset_all_callbacks()
+        await settled(callback)
         assert callback.stats["captured"] == 10
         kept = sorted(
             r.record.text

@@ -19,7 +19,7 @@ import pytest
 import yaml
 from cassette_utils import replay
 from clients import dropping_client
-from conftest import register
+from conftest import register, settled
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
@@ -150,6 +150,7 @@ async def test_new_question_sends_no_earlier_thought_or_signature(
         await send(how, {**plan["requests"][1]["body"], "messages": messages})
     reply = recorded_replies(name)[0]
     assert any(p.get("thought") for p in reply) and any("thoughtSignature" in p for p in reply)
+    await settled(callback)
     assert callback.stats["captured"] == 2  # both recorded replies carry thoughts + signatures
     (turn1,) = model_parts(wire.bodies[1])
     assert not any(p.get("thought") for p in turn1)
@@ -213,6 +214,7 @@ async def test_trailing_signature_only_part_goes_back_in_turn_not_after_it(
     signed = signed_part(reply)
     assert signed["text"] == "" and not any(p.get("thought") for p in reply)  # as recorded
     expected = as_bytes(signed["thoughtSignature"])
+    await settled(callback)
     assert callback.stats["captured"] == 1  # only the recorded reply is signed
 
     note_request = wire.bodies[1]
@@ -257,6 +259,7 @@ async def test_gemini_35_new_turn_still_sends_earlier_thought_and_signature(
     thought = "".join(p["text"] for p in reply if p.get("thought"))
     answer = "".join(p["text"] for p in reply if not p.get("thought"))
     assert thought and answer
+    await settled(callback)
     assert callback.stats["captured"] == 1
 
     new_turn_request = wire.bodies[1]

@@ -11,6 +11,7 @@ from typing import Any
 import litellm
 import pytest
 import yaml
+from conftest import settled
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
@@ -215,6 +216,7 @@ async def test_openai_reasoning_does_not_follow_a_switch_to_another_provider(
             },
             {"role": "tool", "tool_call_id": call.id, "content": "plan updated"},
         ]
+        await settled(cb)
         assert cb.stats["captured"] == 1
         claude.script("claude-sonnet-4-5", AnthropicReply([{"type": "text", "text": "ok"}]))
         await litellm.acompletion(

@@ -23,6 +23,7 @@ from typing import Any
 import litellm
 import pytest
 from cassette_utils import replay
+from conftest import settled
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
@@ -490,4 +491,5 @@ async def test_native_edited_message_gets_no_reasoning_item(cb: ReasoningCallbac
         await native_call("async", native_kwargs(name, 2, requests[2]["body"]["input"]))
     assert wire.bodies[1]["input"] == edited
     assert wire.bodies[2]["input"] == requests[2]["body"]["input"]
+    await settled(cb)
     assert cb.stats["captured"] == 2 and cb.stats["restored"] == 0
