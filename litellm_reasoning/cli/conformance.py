@@ -244,9 +244,9 @@ class Runner:
             policies=case.raw.get("policies"),
             max_reasoning_tokens=case.raw.get("max_reasoning_tokens"),
             # A sync stream is captured on LiteLLM's logging thread after the caller has it;
-            # on a loaded machine that can take longer than the 2 s default. A request only
-            # waits while that very capture is open, so a long bound costs nothing otherwise.
-            capture_wait_seconds=15.0,
+            # on a loaded machine (test lines side by side) that can take many seconds. A
+            # request only waits while that very capture is open: a long bound costs nothing.
+            capture_wait_seconds=60.0,
         )
 
     async def _call(
