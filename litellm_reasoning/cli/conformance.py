@@ -48,9 +48,10 @@ from typing import Any
 
 from ..core.turns import TURN_KEY
 from ..testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
-from ..testing.gemini_upstream import GeminiReply, GeminiUpstream
+from ..testing.gemini_upstream import GeminiReply
 from ..testing.upstream import Reply, Upstream
 from ..wire import REASONING_KEYS
+from . import conformance_wires as wires
 
 CALLS = ("acompletion", "completion", "router.acompletion", "router.completion")
 STREAMS = (False, True)
@@ -92,101 +93,6 @@ def load_cases(paths: Iterable[str | Path]) -> list[Case]:
         for index, raw in enumerate(document.get("cases", [])):
             cases.append(Case(str(file), index, str(raw.get("about", "")), raw))
     return cases
-
-
-def _client_message(message: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
-    """The message as the client sends it: `reasoning` kept as `reasoning_content`, or dropped."""
-    out = {k: v for k, v in message.items() if k not in ("reasoning", "blocks")}
-    if keeps and message.get("role") == "assistant" and message.get("reasoning"):
-        reasoning = message["reasoning"]
-        out["thinking_blocks" if isinstance(reasoning, list) else "reasoning_content"] = reasoning
-    return out
-
-
-def _anthropic_reply_for(message: dict[str, Any]) -> AnthropicReply:
-    """The Anthropic reply that produces `message`: its `blocks` as given (the reply's whole
-    content in its order, for interleaved thinking), else its thinking blocks, text and tool
-    uses."""
-    if isinstance(message.get("blocks"), list):
-        return AnthropicReply(list(message["blocks"]))
-    blocks: list[dict[str, Any]] = list(message.get("reasoning") or [])
-    if message.get("content"):
-        blocks.append({"type": "text", "text": message["content"]})
-    for call in message.get("tool_calls") or ():
-        function = call["function"]
-        blocks.append(
-            {
-                "type": "tool_use",
-                "id": call["id"],
-                "name": function["name"],
-                "input": json.loads(function.get("arguments") or "{}"),
-            }
-        )
-    return AnthropicReply(blocks)
-
-
-_ANTHROPIC: AnthropicUpstream | None = None
-
-
-def _anthropic_upstream() -> AnthropicUpstream:
-    """One local Anthropic server per process, started on first use."""
-    global _ANTHROPIC
-    if _ANTHROPIC is None:
-        _ANTHROPIC = AnthropicUpstream(strict=True).start()
-    return _ANTHROPIC
-
-
-_GEMINI: GeminiUpstream | None = None
-
-
-def _gemini_upstream() -> GeminiUpstream:
-    """One local Gemini server per process, started on first use."""
-    global _GEMINI
-    if _GEMINI is None:
-        _GEMINI = GeminiUpstream().start()
-    return _GEMINI
-
-
-def _gemini_client_message(reply: dict[str, Any], *, keeps: bool) -> dict[str, Any]:
-    """A Gemini reply as the client sends it back: LiteLLM's whole message, or only role,
-    content and tool calls (ids as LiteLLM gave them: they may embed a signature)."""
-    if keeps:
-        return {k: v for k, v in reply.items() if v is not None and k != "function_call"}
-    out: dict[str, Any] = {"role": "assistant", "content": reply.get("content")}
-    if reply.get("tool_calls"):
-        out["tool_calls"] = [
-            {"id": c["id"], "type": "function", "function": dict(c["function"])}
-            for c in reply["tool_calls"]
-        ]
-    return out
-
-
-def _without_call_ids(contents: list[Any]) -> list[Any]:
-    """Gemini `contents` with the function call ids LiteLLM makes up (random per reply) shown
-    as `<id>`, so a case can name the rest exactly."""
-    out = []
-    for content in contents:
-        parts = []
-        for part in content.get("parts") or [] if isinstance(content, dict) else []:
-            part = dict(part)
-            for name in ("function_call", "functionCall", "function_response", "functionResponse"):
-                if isinstance(part.get(name), dict) and "id" in part[name]:
-                    part[name] = {**part[name], "id": "<id>"}
-            parts.append(part)
-        out.append({**content, "parts": parts} if isinstance(content, dict) else content)
-    return out
-
-
-def _reply_for(message: dict[str, Any]) -> Reply:
-    content = message.get("content") or ""
-    if isinstance(content, list):  # servers answer with a string; the client may send parts back
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    reply: dict[str, Any] = {"role": "assistant", "content": content}
-    if message.get("reasoning"):
-        reply["reasoning_content"] = message["reasoning"]
-    if message.get("tool_calls"):
-        reply["tool_calls"] = message["tool_calls"]
-    return Reply(message=reply)
 
 
 def compare(wire: list[Any], expect: list[dict[str, Any]]) -> str:
@@ -301,7 +207,9 @@ class Runner:
         anthropic = case.raw.get("wire") == "anthropic"
         if case.raw.get("wire") == "gemini":
             return await self._run_gemini(case, call, stream, client)
-        server: Upstream | AnthropicUpstream = _anthropic_upstream() if anthropic else self.upstream
+        server: Upstream | AnthropicUpstream = (
+            wires.anthropic_upstream() if anthropic else self.upstream
+        )
         base_url = server.base_url
         previous = litellm.callbacks
         # A fresh callback per run; LiteLLM's internal event lists would keep the old ones.
@@ -312,11 +220,11 @@ class Runner:
             for message in messages:
                 if client == "drops" and message.get("role") == "assistant":
                     if isinstance(server, AnthropicUpstream):
-                        server.script(wire_model, _anthropic_reply_for(message))
+                        server.script(wire_model, wires.anthropic_reply_for(message))
                     else:
-                        server.script(wire_model, _reply_for(message))
+                        server.script(wire_model, wires.reply_for(message))
                     await self._call(call, model, list(history), stream, tools, base_url, extra)
-                history.append(_client_message(message, keeps=client == "keeps"))
+                history.append(wires.client_message(message, keeps=client == "keeps"))
             if isinstance(server, AnthropicUpstream):
                 server.always(wire_model, AnthropicReply([{"type": "text", "text": "ok"}]))
             else:
@@ -338,7 +246,7 @@ class Runner:
 
         model = str(case.raw.get("model") or "gemini/gemini-3-pro-preview")
         wire_model = model.split("/", 1)[1]
-        server = _gemini_upstream()
+        server = wires.gemini_upstream()
         previous = litellm.callbacks
         litellm.logging_callback_manager._reset_all_callbacks()
         litellm.callbacks = [self._callback(case)]
@@ -352,7 +260,7 @@ class Runner:
                     reply = await self._call(
                         call, model, list(history), stream, tools, server.base_url, extra
                     )
-                    history.append(_gemini_client_message(reply, keeps=client == "keeps"))
+                    history.append(wires.gemini_client_message(reply, keeps=client == "keeps"))
                 elif message.get("role") == "tool":
                     answered = reply["tool_calls"][int(message.get("call", 0))]
                     history.append(
@@ -363,14 +271,14 @@ class Runner:
                         }
                     )
                 else:
-                    history.append(_client_message(message, keeps=client == "keeps"))
+                    history.append(wires.client_message(message, keeps=client == "keeps"))
             server.always(wire_model, GeminiReply([{"text": "ok"}]))
             before = len(server.requests_for(wire_model))
             await self._call(call, model, history, stream, tools, server.base_url, extra)
             bodies = server.requests_for(wire_model)
             if len(bodies) <= before:
                 return Outcome(case, call, stream, client, False, "no request reached the server")
-            contents = _without_call_ids(bodies[-1].get("contents", []))
+            contents = wires.without_call_ids(bodies[-1].get("contents", []))
             detail = compare(contents, case.raw["expect"])
             return Outcome(case, call, stream, client, not detail, detail)
         except Exception as exc:
