@@ -14,7 +14,8 @@ from typing import Any
 
 logger = logging.getLogger("litellm_reasoning")
 
-_warned: set[tuple[str | None, str | None]] = set()
+_checked: set[tuple[str | None, str | None]] = set()
+"""Deployments already asked about: the route is decided once per deployment, not per request."""
 
 
 def serves_messages(provider: str | None, model: str | None) -> bool:
@@ -38,9 +39,11 @@ def serves_messages(provider: str | None, model: str | None) -> bool:
 
 def warn_if_served_natively(provider: str | None, model: str | None) -> None:
     """One warning per deployment whose Anthropic-format calls the Rust core serves."""
-    if (provider, model) in _warned or not serves_messages(provider, model):
+    if (provider, model) in _checked:
         return
-    _warned.add((provider, model))
+    _checked.add((provider, model))
+    if not serves_messages(provider, model):
+        return
     logger.warning(
         "litellm-reasoning: LiteLLM's Rust core (LITELLM_RUST) serves /v1/messages calls to "
         "%s/%s: their replies reach no Python hook, so their thinking blocks are not captured "

@@ -31,6 +31,18 @@ REPLY = [
 ]
 
 
+def _params(model: str, base_url: str) -> dict[str, Any]:
+    """A Claude tool loop with thinking on, sent to the local Anthropic server."""
+    return {
+        "model": f"anthropic/{model}",
+        "api_base": base_url,
+        "api_key": "k",
+        "max_tokens": 2048,
+        "thinking": THINKING,
+        "tools": [TOOL],
+    }
+
+
 @pytest.fixture
 def callback() -> Iterator[ReasoningCallback]:
     yield register(ReasoningCallback(capture_wait_seconds=10.0))
@@ -91,14 +103,7 @@ async def test_messages_acreate_stream_is_captured_from_its_sse(
     with AnthropicUpstream(strict=True) as claude:
         claude.script(model, AnthropicReply(REPLY))
         claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-        params: dict[str, Any] = {
-            "model": f"anthropic/{model}",
-            "api_base": claude.base_url,
-            "api_key": "k",
-            "max_tokens": 2048,
-            "thinking": THINKING,
-            "tools": [TOOL],
-        }
+        params = _params(model, claude.base_url)
         messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
         stream = await litellm.anthropic.messages.acreate(messages=messages, stream=True, **params)
         sse = b"".join([c async for c in stream]).decode()
@@ -145,14 +150,7 @@ async def test_messages_calls_get_a_decisions_summary() -> None:
         with AnthropicUpstream(strict=True) as claude:
             claude.script(model, AnthropicReply(REPLY))
             claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-            params: dict[str, Any] = {
-                "model": f"anthropic/{model}",
-                "api_base": claude.base_url,
-                "api_key": "k",
-                "max_tokens": 2048,
-                "thinking": THINKING,
-                "tools": [TOOL],
-            }
+            params = _params(model, claude.base_url)
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
             first = await litellm.anthropic.messages.acreate(messages=messages, **params)
             messages += [
@@ -208,14 +206,7 @@ async def test_litellm_rust_core_on_the_messages_route(
         with AnthropicUpstream(strict=True) as claude:
             claude.script(model, AnthropicReply(REPLY))
             claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-            params: dict[str, Any] = {
-                "model": f"anthropic/{model}",
-                "api_base": claude.base_url,
-                "api_key": "k",
-                "max_tokens": 2048,
-                "thinking": THINKING,
-                "tools": [TOOL],
-            }
+            params = _params(model, claude.base_url)
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
             first = await litellm.anthropic.messages.acreate(messages=messages, **params)
             dropped = [b for b in first["content"] if b["type"] != "thinking"]

@@ -129,8 +129,7 @@ def put_blocks(
     """The sync path: each assistant message of the Anthropic body LiteLLM translated from the
     client's messages gets its rendered thinking blocks in its content, where they stood in the
     reply when its record says so, first otherwise (none when `thinking_off`, and `thinking`
-    leaves the body). Raises when the body does not line up with the rendered messages."""
-    check_lines_up(body, rendered)
+    leaves the body). The caller checks first that the body lines up (`check_lines_up`)."""
     runs = assistant_runs(rendered)
     answers = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "assistant"]
     for run, sent in zip(runs, answers, strict=True):
