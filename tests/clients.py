@@ -37,6 +37,34 @@ def dropping_client(message: Any) -> dict[str, Any]:
     return out
 
 
+def keeping_client(message: Any) -> dict[str, Any]:
+    """A client that sends back what LiteLLM gave it: content, tool calls, `thinking_blocks`
+    (LiteLLM's list: every thinking block, none of their places)."""
+    out = dropping_client(message)
+    blocks = getattr(message, "thinking_blocks", None)
+    if blocks:
+        out["thinking_blocks"] = [
+            {k: v for k, v in dict(b).items() if k in ("type", "thinking", "signature", "data")}
+            for b in blocks
+        ]
+    return out
+
+
+def claude_thinking(text: str, signature: str) -> dict[str, Any]:
+    """A signed Claude thinking block."""
+    return {"type": "thinking", "thinking": text, "signature": signature}
+
+
+def claude_tool_use(call_id: str, path: str) -> dict[str, Any]:
+    """A Claude `tool_use` block calling `READ_FILE`."""
+    return {"type": "tool_use", "id": call_id, "name": "read_file", "input": {"path": path}}
+
+
+def tool_result(call_id: str) -> dict[str, Any]:
+    """The client's answer to a tool call (OpenAI format)."""
+    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
+
+
 async def complete(
     how: str,
     model: str,

@@ -21,6 +21,9 @@ from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 
+LAYOUT_PATCH = "reply block order"
+"""`CallState.body_patch` kind: a reply's blocks put back in their original order."""
+
 CALL_STATE_KEY = "litellm_reasoning_call"
 """Where a call's `CallState` sits in LiteLLM's per-call logging details."""
 

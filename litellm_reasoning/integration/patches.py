@@ -7,25 +7,32 @@ process-wide, so every callback instance shares them), each guarded so it never 
   it, and OpenRouter's raw streamed `reasoning_details`, which LiteLLM drops);
 * `keep_messages_stream_bytes`: an Anthropic-format SDK stream's SSE bytes, which LiteLLM turns
   into a chat-shaped reply before any hook sees it (the blocks' order and kind lost), are kept
-  on the call's state for the capture.
+  on the call's state for the capture;
+* `build_converse_bodies`: the Bedrock Converse body is serialised and SigV4-signed inside
+  LiteLLM before any hook sees it, so Claude's blocks are put in their original order where
+  LiteLLM builds it, and a sync call (no hook before that) is rendered just before.
 
-`LITELLM_REASONING_PATCH_LITELLM=false` turns both off (then redacted Claude blocks are not sent
+`LITELLM_REASONING_PATCH_LITELLM=false` turns them off (then redacted Claude blocks are not sent
 on Bedrock with LiteLLM 1.106, a client that stops reading a stream at its finish chunk is not
-captured, and OpenRouter streams lose their signed details)."""
+captured, OpenRouter streams lose their signed details, Bedrock Claude's interleaved blocks go
+back regrouped (a 400) and a sync Bedrock call restores nothing)."""
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import inspect
 import logging
 import os
 import threading
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ..wire.anthropic.body import lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
-from .calls import CallState, state_in
+from .calls import LAYOUT_PATCH, CallState, state_in
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -37,14 +44,32 @@ def enabled() -> bool:
     return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
 
 
-def apply(fail: Callable[[str, BaseException], None]) -> None:
-    """Every patch, unless turned off; a patch that fails is reported to `fail` and skipped."""
+Fail = Callable[[str, BaseException], None]
+BeforeBuild = Callable[[Any, Any, Any], Any]
+"""(logging details, messages, optional params) -> the messages to build the body from, or
+None to leave them: a callback's sync rendering (`sync_body.render_before_build`)."""
+
+_BEFORE_BUILD: list[weakref.WeakMethod[BeforeBuild]] = []
+_FAILS: list[weakref.WeakMethod[Fail]] = []
+
+
+def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
+    """Every patch, unless turned off; a patch that fails is reported to `fail` and skipped.
+    `before_build`, a bound method of the callback, renders sync calls where a patch builds
+    the provider body (the callback's other hooks come too late there)."""
     if not enabled():
         return
+    with _BUILD_LOCK:
+        if inspect.ismethod(fail):
+            _FAILS[:] = [m for m in _FAILS if m() is not None] + [weakref.WeakMethod(fail)]
+        if inspect.ismethod(before_build):
+            _BEFORE_BUILD[:] = [m for m in _BEFORE_BUILD if m() is not None]
+            _BEFORE_BUILD.append(weakref.WeakMethod(before_build))
     for patch, what in (
         (send_bedrock_redacted_thinking, "teaching LiteLLM's Bedrock converter redacted thinking"),
         (watch_streams, "watching LiteLLM's streams"),
         (keep_messages_stream_bytes, "keeping Anthropic-format stream bytes"),
+        (build_converse_bodies, "laying out Bedrock Converse bodies"),
     ):
         try:
             patch()
@@ -193,3 +218,108 @@ def keep_messages_stream_bytes() -> None:
         for name in _ROUTERS:
             if hasattr(PassThroughStreamingHandler, name):
                 setattr(PassThroughStreamingHandler, name, staticmethod(route))
+
+
+_BUILD_LOCK = threading.Lock()
+_BUILDING: contextvars.ContextVar[CallState | None] = contextvars.ContextVar(
+    "litellm_reasoning_converse_call", default=None
+)
+"""The call whose Converse body LiteLLM is building (set around its handler's work)."""
+
+
+def _report(what: str, exc: BaseException) -> None:
+    for method in _FAILS:
+        fail = method()
+        if fail is not None:
+            fail(what, exc)
+            return
+    logger.warning("litellm-reasoning: %s failed (%s); the request goes on", what, exc)
+
+
+def _render_before_build(kwargs: dict[str, Any]) -> None:
+    """A sync call: rendered by the first live callback that takes it (in `kwargs`, the
+    handler's keyword arguments: its messages replaced, its optional params edited)."""
+    details = getattr(kwargs.get("logging_obj"), "model_call_details", None)
+    for method in list(_BEFORE_BUILD):
+        render = method()
+        if render is None:
+            continue
+        messages = render(details, kwargs.get("messages"), kwargs.get("optional_params"))
+        if messages is not None:
+            kwargs["messages"] = messages
+            return
+
+
+def _lay_out_converse(body: Any) -> None:
+    """The Converse body LiteLLM just built for the call being built: Claude's blocks where
+    they stood in each reply (`state.layouts`, recorded with the rendered messages)."""
+    state = _BUILDING.get()
+    if state is None or not state.layouts or not isinstance(body, dict):
+        return
+    patch = state.body_patch
+    if patch is None or patch[0] != LAYOUT_PATCH:
+        return
+    try:
+        lay_out_converse_body(body, patch[1], state.layouts)
+    except Exception as exc:
+        _report("laying out Claude's blocks on the Bedrock Converse body", exc)
+
+
+async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:
+    token = _BUILDING.set(state)
+    try:
+        return await call
+    finally:
+        _BUILDING.reset(token)
+
+
+def build_converse_bodies() -> None:
+    """Wrap LiteLLM's Bedrock Converse handler and body builder (once per process): the call's
+    state is known while its body is built, a sync call is rendered first, and the built body
+    gets Claude's blocks in their original order before LiteLLM signs it."""
+    from litellm.llms.bedrock.chat.converse_handler import BedrockConverseLLM
+    from litellm.llms.bedrock.chat.converse_transformation import AmazonConverseConfig
+
+    with _BUILD_LOCK:
+        handle = BedrockConverseLLM.completion
+        if getattr(handle, "_litellm_reasoning", False):
+            return
+        build = AmazonConverseConfig._transform_request
+        abuild = AmazonConverseConfig._async_transform_request
+
+        def completion(self: Any, *args: Any, **kwargs: Any) -> Any:
+            state = None
+            try:
+                if not kwargs.get("acompletion"):
+                    _render_before_build(kwargs)
+                logging_obj = kwargs.get("logging_obj")
+                state = state_in(getattr(logging_obj, "model_call_details", None))
+            except Exception as exc:
+                _report("rendering the Bedrock Converse request", exc)
+            token = _BUILDING.set(state)
+            try:
+                result = handle(self, *args, **kwargs)
+            finally:
+                _BUILDING.reset(token)
+            if state is not None and inspect.iscoroutine(result):
+                return _building(result, state)  # built when the caller awaits it
+            return result
+
+        def transform(self: Any, *args: Any, **kwargs: Any) -> Any:
+            body = build(self, *args, **kwargs)
+            _lay_out_converse(body)
+            return body
+
+        async def atransform(self: Any, *args: Any, **kwargs: Any) -> Any:
+            body = await abuild(self, *args, **kwargs)
+            _lay_out_converse(body)
+            return body
+
+        replacements: tuple[tuple[Any, str, Any], ...] = (
+            (BedrockConverseLLM, "completion", completion),
+            (AmazonConverseConfig, "_transform_request", transform),
+            (AmazonConverseConfig, "_async_transform_request", atransform),
+        )
+        for owner, name, function in replacements:
+            function._litellm_reasoning = True
+            setattr(owner, name, function)

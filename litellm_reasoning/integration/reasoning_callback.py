@@ -38,7 +38,7 @@ from ..wire import get_dialect
 from ..wire.anthropic.body import needs_thinking_off, without_thinking_blocks
 from ..wire.openai_responses.dialect import ask_for_encrypted_content
 from . import capture, messages_route, patches, refusals, responses_route, sync_body
-from .calls import details_of, state_in, state_of
+from .calls import LAYOUT_PATCH, details_of, state_in, state_of
 from .engine import Engine
 from .flows import adrive, drive
 from .kwargs import (
@@ -122,7 +122,7 @@ class ReasoningCallback(CustomLogger):
         )
         """The request and reply pipeline and what it keeps between requests."""
         self._tasks: set[asyncio.Task[None]] = set()  # store deletes under way
-        patches.apply(self._report.fail)
+        patches.apply(self._report.fail, self._render_before_build)
 
     # ------------------------------------------------------------------ public state
 
@@ -239,7 +239,7 @@ class ReasoningCallback(CustomLogger):
             if dialect.patches_body:
                 state.body_patch = (target.dialect, rendered.messages)
             elif state.layouts:
-                state.body_patch = (sync_body.LAYOUT_PATCH, rendered.messages)
+                state.body_patch = (LAYOUT_PATCH, rendered.messages)
             if dialect.keeps_block_order and needs_thinking_off([kwargs], rendered.messages):
                 self._report.thinking_turned_off(target.dialect)
                 state.layouts, state.body_patch = {}, None
@@ -270,6 +270,21 @@ class ReasoningCallback(CustomLogger):
         sync_body.rewrite(
             self.engine, model, messages, kwargs, active=self.active, tasks=self._tasks
         )
+
+    def _render_before_build(
+        self, details: Any, messages: Any, optional_params: Any
+    ) -> list[Any] | None:
+        """A sync call whose body LiteLLM signs before `log_pre_api_call` (Bedrock Converse),
+        rendered where a patch sees LiteLLM build it (`sync_body.render_before_build`)."""
+        if not self.active:
+            return None
+        try:
+            return sync_body.render_before_build(
+                self.engine, details, messages, optional_params, tasks=self._tasks
+            )
+        except Exception as exc:
+            self._report.fail("rendering the request", exc)
+            return None
 
     # ------------------------------------------------------------------ reply side
 

@@ -21,14 +21,11 @@ from ..wire import get_dialect
 from ..wire.anthropic import body as claude
 from ..wire.gemini import is_gemini, placeholders_for
 from . import refusals
-from .calls import CallState, state_in
+from .calls import LAYOUT_PATCH, CallState, state_in
 from .reporting import Reporter
 
 if TYPE_CHECKING:
     from .engine import Engine
-
-LAYOUT_PATCH = "claude block order"
-"""`CallState.body_patch` kind: Claude's blocks put back in their original order."""
 
 
 def rewrite(
@@ -70,6 +67,45 @@ def rewrite(
         with contextlib.suppress(Exception):
             body = kwargs["additional_args"]["complete_input_dict"]
             body["messages"] = without_turn(body["messages"])
+
+
+def render_before_build(
+    engine: Engine, details: Any, messages: Any, optional_params: Any, *, tasks: set[Any]
+) -> list[Any] | None:
+    """A sync call whose provider body LiteLLM signs before `log_pre_api_call` (Bedrock
+    Converse), rendered where LiteLLM is about to build that body: the messages to build it
+    from (None: leave them). What the deployment hook does for async calls: the Claude layout
+    kept for the body, thinking turned off for a tool loop with no block to send."""
+    state = state_in(details)
+    if state is not None and state.handled and not state.sent:
+        return None  # the deployment hook rendered this attempt
+    if state is not None and state.sent:  # LiteLLM's own retry of the call
+        refusals.heal_before_retry(engine, state, sys.exc_info()[1], tasks)
+        if state.messages_format:
+            return None
+    if not isinstance(messages, list) or not isinstance(details, dict):
+        return None
+    state = engine.start(details)
+    try:
+        rendered, target = engine.render(details, messages, state)
+    except Exception as exc:
+        engine.report.fail("rendering the request", exc)
+        state.handled = True
+        state.forget_restored()
+        return without_turn(messages)
+    out = rendered.messages
+    dialect = get_dialect(target.dialect)
+    params = optional_params if isinstance(optional_params, dict) else {}
+    if dialect.keeps_block_order and claude.needs_thinking_off([details, params], out):
+        engine.report.thinking_turned_off(target.dialect)
+        state.layouts = {}
+        state.forget_restored()
+        for name in ("thinking", "reasoning_effort"):  # LiteLLM's `modify_params`, this call
+            params.pop(name, None)
+        return [claude.without_thinking_blocks(m) for m in out]
+    if state.layouts:
+        state.body_patch = (LAYOUT_PATCH, out)
+    return out
 
 
 def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:

@@ -33,6 +33,7 @@ class ScriptedServer(Generic[ReplyT]):
         self._default: dict[str, ReplyT] = {}
         self.received: list[Received] = []
         self._lock = threading.Lock()
+        self._request = threading.local()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -57,6 +58,7 @@ class ScriptedServer(Generic[ReplyT]):
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 with server._lock:
                     server.received.append(Received(self.path, body, headers))
+                server._request.path = self.path
                 self._send(*server.answer(body, server._next(server.model_of(self.path, body))))
 
             def _send(self, status: int, content_type: str, data: bytes) -> None:
@@ -77,6 +79,11 @@ class ScriptedServer(Generic[ReplyT]):
     def answer(self, body: dict[str, Any], reply: ReplyT | None) -> tuple[int, str, bytes]:
         """(status, content type, bytes) for a request `body` and its scripted `reply`."""
         raise NotImplementedError
+
+    @property
+    def path(self) -> str:
+        """The path of the request being answered (on the thread answering it)."""
+        return str(getattr(self._request, "path", ""))
 
     @property
     def base_url(self) -> str:

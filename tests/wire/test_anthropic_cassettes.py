@@ -474,12 +474,13 @@ def converse_reasoning(content: list[Json]) -> list[Json]:
     return content[:n]
 
 
-@pytest.mark.parametrize("mode", ["async", "router.async"])
+@pytest.mark.parametrize("mode", ["async", "router.async", "sync"])
 @keeps_or_drops
 async def test_bedrock_tool_loop_sends_reasoning_content_back_exactly(
     mode: Mode, keep: bool, callback: ReasoningCallback
 ) -> None:
-    """Claude 3.7 on Bedrock Converse, tool loop (acompletion, Router): request 2 carries the
+    """Claude 3.7 on Bedrock Converse, tool loop (acompletion, Router, sync `completion`, whose
+    body LiteLLM signs before any hook: rendered where LiteLLM builds it): request 2 carries the
     reply's reasoningText (text + signature) first, exactly as the recorded client sent it."""
     run = await play("bedrock_tool_loop", mode, keep=keep)
     rec = recorded("bedrock_tool_loop")
@@ -497,30 +498,6 @@ async def test_bedrock_tool_loop_sends_reasoning_content_back_exactly(
     assert record.provider == "bedrock"
     text = reply[0]["reasoningContent"]["reasoningText"]
     assert record_parts(record) == [("thinking", text["text"], text["signature"])]
-
-
-async def test_bedrock_sync_tool_loop_with_a_client_that_keeps_reasoning(
-    callback: ReasoningCallback,
-) -> None:
-    """Sync `completion`: the client's own thinking_blocks reach Bedrock exactly (LiteLLM
-    translates them; the callback cannot touch a signed Bedrock body, see the next test)."""
-    run = await play("bedrock_tool_loop", "sync", keep=True)
-    rec = recorded("bedrock_tool_loop")
-    accepted = rec[1]["request"]["messages"][1]["content"]
-    assert converse_reasoning(run.wire.body(1)["messages"][1]["content"]) == (
-        converse_reasoning(accepted)
-    )
-
-
-async def test_bedrock_sync_cannot_restore_for_a_client_that_drops(
-    callback: ReasoningCallback,
-) -> None:
-    """Known limit: sync `completion` to Bedrock has no hook before LiteLLM signs the body
-    (SigV4, a JSON string), so a dropped block cannot be restored there. The request goes out
-    as LiteLLM built it (Bedrock would answer 400 in a tool loop); use acompletion / Router."""
-    run = await play("bedrock_tool_loop", "sync", keep=False)
-    assert converse_reasoning(run.wire.body(1)["messages"][1]["content"]) == []
-    assert callback.stats["restored"] == 0
 
 
 @keeps_or_drops

@@ -62,10 +62,6 @@ def _lib_version() -> str:
 async def test_no_reasoning_reaches_a_non_claude_bedrock_model(
     callback: ReasoningCallback, how: str, model: str
 ) -> None:
-    if how == "completion" and _lib_version().startswith("1.106."):
-        pytest.skip(
-            "LiteLLM 1.106 serialises and signs the sync Converse body before any callback hook"
-        )
     with BedrockConverseUpstream() as bedrock:
         bedrock.always(model, "Because it is the entry point.")
         reply = await _call(how, model, bedrock.base_url)

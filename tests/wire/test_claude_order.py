@@ -14,7 +14,24 @@ from typing import Any
 
 import litellm
 import pytest
-from clients import complete, dropping_client
+from clients import (
+    READ_FILE as TOOL,
+)
+from clients import (
+    THINKING,
+    complete,
+    dropping_client,
+    keeping_client,
+)
+from clients import (
+    claude_thinking as _thinking,
+)
+from clients import (
+    claude_tool_use as _use,
+)
+from clients import (
+    tool_result as _result,
+)
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -22,46 +39,12 @@ from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, Anthrop
 from litellm_reasoning.wire.anthropic.dialect import apply_layout, layout_of_blocks
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
-THINKING = {"type": "enabled", "budget_tokens": 1024}
-TOOL = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a file",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-    },
-}
 SIG = [
     "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/=",
     "EroCCmUIDhgCKkC+NWw0dWjXDUtFhxyU7T1jL1I74woU7bJADq7xTdoI1tp+nO7q/w==",
     "ErcBCkgICBACGAIiQHx0c2gEr1M5m9W3xY1nB2OUnVvM0L6t4v8k1p2XQf3c7aQ==",
     "EpwCCkYIBxgCKkDDyZy1YLkC9x8cGZ6OHr0vQfLhE7aX3cUmGfW+Yk9kUs5Ad2A==",
 ]
-
-
-def _thinking(text: str, signature: str) -> dict[str, Any]:
-    return {"type": "thinking", "thinking": text, "signature": signature}
-
-
-def _use(call_id: str, path: str) -> dict[str, Any]:
-    return {"type": "tool_use", "id": call_id, "name": "read_file", "input": {"path": path}}
-
-
-def _result(call_id: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": "ok"}
-
-
-def keeping_client(message: Any) -> dict[str, Any]:
-    """A client that sends back what LiteLLM gave it: content, tool calls, `thinking_blocks`
-    (LiteLLM's list: every thinking block, none of their places)."""
-    out = dropping_client(message)
-    blocks = getattr(message, "thinking_blocks", None)
-    if blocks:
-        out["thinking_blocks"] = [
-            {k: v for k, v in dict(b).items() if k in ("type", "thinking", "signature", "data")}
-            for b in blocks
-        ]
-    return out
 
 
 CLIENTS = {"drops": dropping_client, "keeps": keeping_client}

@@ -6,7 +6,7 @@ and what the raw reply says (its block order, `input_transformations`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ...core.extract import BLOCK_TYPES
@@ -14,6 +14,7 @@ from ...core.reasoning import Reasoning
 from ...core.render import Rendered
 from .dialect import (
     CLAUDE_PROVIDERS,
+    apply_converse_layout,
     apply_layout,
     layout_of_blocks,
     layout_of_deltas,
@@ -84,9 +85,19 @@ def assistant_runs(messages: Sequence[Any]) -> list[list[int]]:
     return runs
 
 
-def lay_out_body(body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts) -> None:
-    """Each laid-out assistant message of the Anthropic body LiteLLM built, its blocks where
-    they stood in the reply. A message that does not line up is left as LiteLLM built it."""
+Arrange = Callable[[Sequence[Any], Sequence[str], Sequence[dict[str, Any]]], list[Any] | None]
+"""Lays one provider-body assistant content out (`apply_layout`, `apply_converse_layout`)."""
+
+
+def lay_out_body(
+    body: dict[str, Any],
+    rendered: Sequence[Any],
+    layouts: Layouts,
+    arrange: Arrange = apply_layout,
+) -> None:
+    """Each laid-out assistant message of the provider body LiteLLM built (Anthropic's, or
+    Bedrock Converse's with `apply_converse_layout`), its blocks where they stood in the
+    reply. A message that does not line up is left as LiteLLM built it."""
     wire = body.get("messages")
     if not isinstance(wire, list) or not layouts:
         return
@@ -95,16 +106,23 @@ def lay_out_body(body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts
     if len(runs) != len(answers):
         return
     for run, sent in zip(runs, answers, strict=True):
-        _lay_out(run, sent, layouts)
+        _lay_out(run, sent, layouts, arrange)
 
 
-def _lay_out(run: Sequence[int], sent: dict[str, Any], layouts: Layouts) -> None:
-    """One Anthropic-body assistant message (`run`: the rendered messages it was made of) with
+def lay_out_converse_body(body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts) -> None:
+    """`lay_out_body` for the Bedrock Converse body LiteLLM built (before it signs it)."""
+    lay_out_body(body, rendered, layouts, apply_converse_layout)
+
+
+def _lay_out(
+    run: Sequence[int], sent: dict[str, Any], layouts: Layouts, arrange: Arrange = apply_layout
+) -> None:
+    """One provider-body assistant message (`run`: the rendered messages it was made of) with
     its blocks where they stood, when its one rendered message has a layout and lines up."""
     found = layouts.get(run[0]) if len(run) == 1 else None
     content = sent.get("content")
     if found is not None and isinstance(content, list):
-        laid_out = apply_layout(content, *found)
+        laid_out = arrange(content, *found)
         if laid_out is not None:
             sent["content"] = laid_out
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...core.extract import BLOCK_TYPES
@@ -315,17 +315,67 @@ def apply_layout(
         return None
     if _signatures(reasoning) != _signatures(blocks):
         return None
-    text_entries = [entry for entry in layout if entry.startswith("t")]
-    if any(set(t) - {"type", "text"} for t in texts) and len(text_entries) > 1:
+    if any(set(t) - {"type", "text"} for t in texts) and _text_entries(layout) > 1:
         return None  # a text block with extras (cache_control) is not split
+    return _arrange(
+        layout, list(blocks), texts, uses, lambda piece: {"type": "text", "text": piece}
+    )
+
+
+def apply_converse_layout(
+    content: Sequence[Any], layout: Sequence[str], blocks: Sequence[dict[str, Any]]
+) -> list[Any] | None:
+    """A Bedrock Converse assistant `content` (as LiteLLM built it from the rendered blocks, in
+    their recorded order: `reasoningContent` items, text, `toolUse`) in its original order.
+    None when it does not line up (a cache point, another block kind, other reasoning)."""
+    reasoning = [b for b in content if isinstance(b, dict) and "reasoningContent" in b]
+    texts = [b for b in content if isinstance(b, dict) and set(b) == {"text"}]
+    uses = [b for b in content if isinstance(b, dict) and "toolUse" in b]
+    if len(reasoning) + len(texts) + len(uses) != len(content) or len(reasoning) != len(blocks):
+        return None
+    for item, block in zip(reasoning, blocks, strict=True):
+        if _converse_signature(item) != _block_signature(block):
+            return None
+    return _arrange(layout, reasoning, texts, uses, lambda piece: {"text": piece})
+
+
+def _text_entries(layout: Sequence[str]) -> int:
+    return sum(entry.startswith("t") for entry in layout)
+
+
+def _block_signature(block: dict[str, Any]) -> str:
+    if block.get("type") == "redacted_thinking":
+        return "redacted:" + bedrock_redacted_content(str(block.get("data") or ""))
+    return str(block.get("signature") or "")
+
+
+def _converse_signature(item: dict[str, Any]) -> str:
+    reasoning = item.get("reasoningContent")
+    if not isinstance(reasoning, dict):
+        return ""
+    if "redactedContent" in reasoning:
+        return "redacted:" + bedrock_redacted_content(str(reasoning["redactedContent"]))
+    text = reasoning.get("reasoningText")
+    return str(text.get("signature") or "") if isinstance(text, dict) else ""
+
+
+def _arrange(
+    layout: Sequence[str],
+    reasoning: Sequence[Any],
+    texts: Sequence[dict[str, Any]],
+    uses: Sequence[Any],
+    text_item: Callable[[str], dict[str, Any]],
+) -> list[Any] | None:
+    """`reasoning`, text and tool-use items in `layout`'s order: the text (one run, as LiteLLM
+    joins it) split back by the recorded lengths. None when they do not fill it exactly."""
     text = "".join(str(t.get("text") or "") for t in texts)
-    whole = len(texts) == 1 == len(text_entries)  # the one text block goes back as it is
+    whole = len(texts) == 1 == _text_entries(layout)  # the one text block goes back as it is
     out: list[Any] = []
     next_block = next_use = position = 0
     try:
         for entry in layout:
             if entry == "r":
-                out.append(blocks[next_block])
+                out.append(reasoning[next_block])
                 next_block += 1
             elif entry == "u":
                 out.append(uses[next_use])
@@ -334,10 +384,10 @@ def apply_layout(
                 size = int(entry[1:])
                 piece, position = text[position : position + size], position + size
                 if piece:  # Claude rejects empty text blocks
-                    out.append(texts[0] if whole else {"type": "text", "text": piece})
+                    out.append(texts[0] if whole else text_item(piece))
     except (IndexError, ValueError):
         return None
-    if next_block != len(blocks) or next_use != len(uses) or position != len(text):
+    if next_block != len(reasoning) or next_use != len(uses) or position != len(text):
         return None
     return out
 
