@@ -88,6 +88,9 @@ class CallState:
     """Finished output items of a Responses stream, by output index."""
     stream: Callable[[], Any] | None = None
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
+    stream_chunks: list[Any] | None = None
+    """The chunk list of that stream (LiteLLM appends to it): still there for a capture made
+    after the client let go of the stream itself."""
     streamed_details: Any = None
     """OpenRouter's raw streamed `reasoning_details` for this call (`StreamedDetails`)."""
     layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)

@@ -39,8 +39,14 @@ def capture(
         state.claim()  # a stream cut before its finish: never kept, and nothing to wait for
         engine.pending.close(state.id)
         return
+    call = state.claim()
+    if call is None:
+        # Captured already, or being captured by another hook of this call, which closes the
+        # pending capture once its record is written: closing it here would let a request
+        # waiting for that record stop waiting before it exists.
+        return
     try:
-        call, records = _records_of(engine, state, response, source)
+        records = _records_of(engine, state, call, response, source)
         if records:
             yield Write(call.scope, records)
             engine.report.stats["captured"] += primary(records)
@@ -51,14 +57,11 @@ def capture(
 
 
 def _records_of(
-    engine: Engine, state: CallState, response: Any, source: Any
-) -> tuple[Capture, dict[str, Reasoning]]:
-    call = state.claim()
-    if call is None:
-        return Capture("", "", None, None), {}
+    engine: Engine, state: CallState, call: Capture, response: Any, source: Any
+) -> dict[str, Reasoning]:
     if call.continues_prefill:
         logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
-        return call, {}
+        return {}
     try:
         raw = block_order.raw_reply(call.provider, source)
         chunks = source if isinstance(source, list) else None
@@ -73,10 +76,10 @@ def _records_of(
                 key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
                 for key, record in found.items()
             }
-        return call, found
+        return found
     except Exception as exc:
         engine.report.fail("capturing the reply's reasoning", exc)
-        return call, {}
+        return {}
 
 
 def _report_transformations(engine: Engine, state: CallState, found: list[dict[str, Any]]) -> None:

@@ -8,9 +8,10 @@ process-wide, so every callback instance shares them), each guarded so it never 
 * `keep_messages_stream_bytes`: an Anthropic-format SDK stream's SSE bytes, which LiteLLM turns
   into a chat-shaped reply before any hook sees it (the blocks' order and kind lost), are kept
   on the call's state for the capture;
-* `build_converse_bodies`: the Bedrock Converse body is serialised and SigV4-signed inside
-  LiteLLM before any hook sees it, so Claude's blocks are put in their original order where
-  LiteLLM builds it, and a sync call (no hook before that) is rendered just before.
+* `build_bedrock_bodies`: Bedrock bodies (Converse, and Claude's on the invoke route) are
+  serialised and SigV4-signed inside LiteLLM before any hook sees them, so Claude's blocks are
+  put in their original order where LiteLLM builds them, and a sync call (no hook before that)
+  is rendered just before.
 
 `LITELLM_REASONING_PATCH_LITELLM=false` turns them off (then redacted Claude blocks are not sent
 on Bedrock with LiteLLM 1.106, a client that stops reading a stream at its finish chunk is not
@@ -29,7 +30,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
-from ..wire.anthropic.body import lay_out_converse_body
+from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import LAYOUT_PATCH, CallState, state_in
@@ -69,7 +70,7 @@ def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
         (send_bedrock_redacted_thinking, "teaching LiteLLM's Bedrock converter redacted thinking"),
         (watch_streams, "watching LiteLLM's streams"),
         (keep_messages_stream_bytes, "keeping Anthropic-format stream bytes"),
-        (build_converse_bodies, "laying out Bedrock Converse bodies"),
+        (build_bedrock_bodies, "laying out Bedrock bodies"),
     ):
         try:
             patch()
@@ -156,6 +157,8 @@ def watch_streams() -> None:
                     # The first wrapper is the provider's stream; a Router may wrap it again.
                     if state is not None and (state.stream is None or state.stream() is None):
                         state.stream = weakref.ref(self)
+                        chunks = getattr(self, "chunks", None)
+                        state.stream_chunks = chunks if isinstance(chunks, list) else None
                         stream = getattr(self, "completion_stream", None)
                         if isinstance(stream, handler):
                             state.streamed_details = StreamedDetails()
@@ -250,9 +253,10 @@ def _render_before_build(kwargs: dict[str, Any]) -> None:
             return
 
 
-def _lay_out_converse(body: Any) -> None:
-    """The Converse body LiteLLM just built for the call being built: Claude's blocks where
-    they stood in each reply (`state.layouts`, recorded with the rendered messages)."""
+def _lay_out(body: Any, converse: bool) -> None:
+    """The provider body LiteLLM just built for the call being built (Bedrock Converse's, or
+    the Anthropic body of Bedrock's invoke route): Claude's blocks where they stood in each
+    reply (`state.layouts`, recorded with the rendered messages)."""
     state = _BUILDING.get()
     if state is None or not state.layouts or not isinstance(body, dict):
         return
@@ -260,9 +264,12 @@ def _lay_out_converse(body: Any) -> None:
     if patch is None or patch[0] != LAYOUT_PATCH:
         return
     try:
-        lay_out_converse_body(body, patch[1], state.layouts)
+        if converse:
+            lay_out_converse_body(body, patch[1], state.layouts)
+        else:
+            lay_out_body(body, patch[1], state.layouts)
     except Exception as exc:
-        _report("laying out Claude's blocks on the Bedrock Converse body", exc)
+        _report("laying out Claude's blocks on the Bedrock body", exc)
 
 
 async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:
@@ -273,53 +280,94 @@ async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:
         _BUILDING.reset(token)
 
 
-def build_converse_bodies() -> None:
-    """Wrap LiteLLM's Bedrock Converse handler and body builder (once per process): the call's
-    state is known while its body is built, a sync call is rendered first, and the built body
-    gets Claude's blocks in their original order before LiteLLM signs it."""
+def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], bool]) -> Any:
+    """`handle` (a LiteLLM provider handler's `completion`) with its call's state known while
+    it builds the body (also inside the coroutine it returns for an async call), and a sync
+    call rendered first; calls `applies` says no to pass straight through."""
+
+    def completion(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not applies(kwargs):
+            return handle(self, *args, **kwargs)
+        state = None
+        try:
+            if not kwargs.get("acompletion"):
+                _render_before_build(kwargs)
+            logging_obj = kwargs.get("logging_obj")
+            state = state_in(getattr(logging_obj, "model_call_details", None))
+        except Exception as exc:
+            _report("rendering the Bedrock request", exc)
+        token = _BUILDING.set(state)
+        try:
+            result = handle(self, *args, **kwargs)
+        finally:
+            _BUILDING.reset(token)
+        if state is not None and inspect.iscoroutine(result):
+            return _building(result, state)  # built when the caller awaits it
+        return result
+
+    return completion
+
+
+def _laying_out(build: Callable[..., Any], *, converse: bool) -> Any:
+    if inspect.iscoroutinefunction(build):
+
+        async def abuilt(self: Any, *args: Any, **kwargs: Any) -> Any:
+            body = await build(self, *args, **kwargs)
+            _lay_out(body, converse)
+            return body
+
+        return abuilt
+
+    def built(self: Any, *args: Any, **kwargs: Any) -> Any:
+        body = build(self, *args, **kwargs)
+        _lay_out(body, converse)
+        return body
+
+    return built
+
+
+def build_bedrock_bodies() -> None:
+    """Wrap LiteLLM's Bedrock handlers and body builders (once per process): the call's state
+    is known while its body is built, a sync call is rendered first, and the built body gets
+    Claude's blocks in their original order before LiteLLM signs it. Converse
+    (`BedrockConverseLLM`, `AmazonConverseConfig`) and the invoke route (LiteLLM's HTTP
+    handler for `bedrock`, `AmazonAnthropicClaudeConfig`)."""
+    import litellm
     from litellm.llms.bedrock.chat.converse_handler import BedrockConverseLLM
     from litellm.llms.bedrock.chat.converse_transformation import AmazonConverseConfig
+    from litellm.llms.custom_httpx.llm_http_handler import BaseLLMHTTPHandler
 
+    invoke_config = litellm.AmazonAnthropicClaudeConfig
     with _BUILD_LOCK:
-        handle = BedrockConverseLLM.completion
-        if getattr(handle, "_litellm_reasoning", False):
+        if getattr(BedrockConverseLLM.completion, "_litellm_reasoning", False):
             return
-        build = AmazonConverseConfig._transform_request
-        abuild = AmazonConverseConfig._async_transform_request
-
-        def completion(self: Any, *args: Any, **kwargs: Any) -> Any:
-            state = None
-            try:
-                if not kwargs.get("acompletion"):
-                    _render_before_build(kwargs)
-                logging_obj = kwargs.get("logging_obj")
-                state = state_in(getattr(logging_obj, "model_call_details", None))
-            except Exception as exc:
-                _report("rendering the Bedrock Converse request", exc)
-            token = _BUILDING.set(state)
-            try:
-                result = handle(self, *args, **kwargs)
-            finally:
-                _BUILDING.reset(token)
-            if state is not None and inspect.iscoroutine(result):
-                return _building(result, state)  # built when the caller awaits it
-            return result
-
-        def transform(self: Any, *args: Any, **kwargs: Any) -> Any:
-            body = build(self, *args, **kwargs)
-            _lay_out_converse(body)
-            return body
-
-        async def atransform(self: Any, *args: Any, **kwargs: Any) -> Any:
-            body = await abuild(self, *args, **kwargs)
-            _lay_out_converse(body)
-            return body
-
         replacements: tuple[tuple[Any, str, Any], ...] = (
-            (BedrockConverseLLM, "completion", completion),
-            (AmazonConverseConfig, "_transform_request", transform),
-            (AmazonConverseConfig, "_async_transform_request", atransform),
+            (BedrockConverseLLM, "completion", _binding(BedrockConverseLLM.completion, _always)),
+            (BaseLLMHTTPHandler, "completion", _binding(BaseLLMHTTPHandler.completion, _bedrock)),
+            (
+                AmazonConverseConfig,
+                "_transform_request",
+                _laying_out(AmazonConverseConfig._transform_request, converse=True),
+            ),
+            (
+                AmazonConverseConfig,
+                "_async_transform_request",
+                _laying_out(AmazonConverseConfig._async_transform_request, converse=True),
+            ),
+            (
+                invoke_config,
+                "transform_request",
+                _laying_out(invoke_config.transform_request, converse=False),
+            ),
         )
         for owner, name, function in replacements:
             function._litellm_reasoning = True
             setattr(owner, name, function)
+
+
+def _always(kwargs: dict[str, Any]) -> bool:
+    return True
+
+
+def _bedrock(kwargs: dict[str, Any]) -> bool:
+    return kwargs.get("custom_llm_provider") == "bedrock"

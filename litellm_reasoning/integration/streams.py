@@ -49,7 +49,9 @@ def finished_stream(state: CallState) -> Any:
 def stream_chunks(state: CallState) -> list[Any] | None:
     """The chunks LiteLLM's stream of this call holds (None: not streamed, or gone)."""
     wrapper = state.stream() if state.stream is not None else None
-    return list(getattr(wrapper, "chunks", None) or ()) if wrapper is not None else None
+    if wrapper is not None:
+        return list(getattr(wrapper, "chunks", None) or ())
+    return list(state.stream_chunks) if state.stream_chunks is not None else None
 
 
 def responses_output(response: Any) -> list[dict[str, Any]] | None:

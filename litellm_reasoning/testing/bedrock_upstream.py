@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._server import ScriptedServer
-from .anthropic_upstream import AnthropicReply, claude_refusal
+from .anthropic_upstream import AnthropicReply, claude_refusal, message_json, sse_from_reply
 from .aws_eventstream import CONTENT_TYPE, event_stream
 
 SIGNATURE_REFUSAL = (
@@ -219,3 +219,46 @@ class BedrockClaudeUpstream(ScriptedServer[AnthropicReply]):
             "metrics": {"latencyMs": 1},
         }
         return 200, "application/json", json.dumps(payload).encode()
+
+
+def invoke_stream(model: str, reply: AnthropicReply) -> bytes:
+    """The `invoke-with-response-stream` events Bedrock sends for a Claude reply: each
+    Anthropic stream event, base64-wrapped in a `chunk` event."""
+    events = []
+    for block in sse_from_reply(model, reply).split("\n\n"):
+        data = next((line[6:] for line in block.splitlines() if line.startswith("data: ")), None)
+        if data is not None:
+            wrapped = base64.b64encode(data.encode()).decode()
+            events.append(("chunk", {"bytes": wrapped}))
+    return event_stream(events)
+
+
+class BedrockInvokeClaudeUpstream(ScriptedServer[AnthropicReply]):
+    """Claude on the Bedrock invoke route (`/model/{id}/invoke` and
+    `/invoke-with-response-stream`, Anthropic Messages bodies): answers like the Anthropic API
+    inside Bedrock's framing and, when `strict`, refuses as Claude does (`claude_refusal`), with
+    Bedrock's texts."""
+
+    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, strict: bool = True) -> None:
+        super().__init__(host, port)
+        self.strict = strict
+        self.issued: list[list[dict[str, Any]]] = []
+        self.refusals: list[str] = []
+
+    def model_of(self, path: str, body: dict[str, Any]) -> str:
+        parts = path.split("/")
+        return unquote(parts[2]) if len(parts) > 3 and parts[1] == "model" else ""
+
+    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
+        found = claude_refusal(body, self.issued) if self.strict else None
+        refusal = None if found is None else MODEL_ERRORS + found
+        if refusal is None and reply is None:
+            refusal = "no scripted reply"
+        if refusal is not None or reply is None:
+            self.refusals.append(str(refusal))
+            return 400, "application/json", json.dumps({"message": refusal}).encode()
+        self.issued.append(reply.content)
+        model = self.model_of(self.path, body)
+        if self.path.endswith("/invoke-with-response-stream"):
+            return 200, CONTENT_TYPE, invoke_stream(model, reply)
+        return 200, "application/json", json.dumps(message_json(model, reply)).encode()

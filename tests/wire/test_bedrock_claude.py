@@ -42,6 +42,7 @@ from litellm_reasoning.testing.anthropic_upstream import AnthropicReply
 from litellm_reasoning.testing.bedrock_upstream import (
     PREFILL_REFUSAL,
     BedrockClaudeUpstream,
+    BedrockInvokeClaudeUpstream,
     converse_block,
     empty_content_refusal,
 )
@@ -63,10 +64,24 @@ CURRENT_TURN = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 CLIENTS = {"drops": dropping_client, "keeps": keeping_client}
 
 
+Server = BedrockClaudeUpstream | BedrockInvokeClaudeUpstream
+ROUTES = ["converse", "invoke"]
+"""LiteLLM's two Bedrock routes for Claude: Converse (the default) and `bedrock/invoke/`
+(Anthropic Messages bodies inside Bedrock's framing)."""
+
+
 @pytest.fixture(scope="module")
-def bedrock() -> Iterator[BedrockClaudeUpstream]:
-    with BedrockClaudeUpstream(strict=True) as up:
-        yield up
+def servers() -> Iterator[dict[str, Server]]:
+    with (
+        BedrockClaudeUpstream(strict=True) as converse,
+        BedrockInvokeClaudeUpstream(strict=True) as invoke,
+    ):
+        yield {"converse": converse, "invoke": invoke}
+
+
+@pytest.fixture
+def bedrock(servers: dict[str, Server]) -> Server:
+    return servers["converse"]
 
 
 @pytest.fixture
@@ -75,13 +90,13 @@ def callback() -> Iterator[ReasoningCallback]:
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
-async def call(
-    how: str, model: str, bedrock: BedrockClaudeUpstream, messages: list[Any], *, stream: bool
-) -> Any:
-    """One Claude-on-Bedrock Converse request with tools and thinking on; LiteLLM's reply."""
+async def call(how: str, model: str, bedrock: Server, messages: list[Any], *, stream: bool) -> Any:
+    """One Claude-on-Bedrock request (the route `bedrock` serves) with tools and thinking on;
+    LiteLLM's reply."""
+    route = "invoke" if isinstance(bedrock, BedrockInvokeClaudeUpstream) else "converse"
     return await complete(
         how,
-        f"bedrock/converse/{model}",
+        f"bedrock/{route}/{model}",
         bedrock.base_url,
         messages,
         stream=stream,
@@ -95,10 +110,9 @@ def _assistant(body: dict[str, Any], n: int) -> list[Any]:
     return [m for m in body["messages"] if m["role"] == "assistant"][n]["content"]
 
 
-def _as_sent(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """A reply's blocks as a Converse request carries them back (a tool use without its
-    server-side extras)."""
-    return [converse_block(b) for b in blocks]
+def _as_sent(blocks: list[dict[str, Any]], route: str = "converse") -> list[dict[str, Any]]:
+    """A reply's blocks as a request on `route` carries them back."""
+    return [converse_block(b) for b in blocks] if route == "converse" else blocks
 
 
 # ------------------------------------------------------------------ interleaved thinking
@@ -123,6 +137,7 @@ INTERLEAVED = {
 }
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("shape", sorted(INTERLEAVED))
 @pytest.mark.parametrize("client", sorted(CLIENTS))
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
@@ -132,9 +147,11 @@ async def test_interleaved_blocks_go_back_in_their_original_order(
     stream: bool,
     client: str,
     shape: str,
-    bedrock: BedrockClaudeUpstream,
+    route: str,
+    servers: dict[str, Server],
     callback: ReasoningCallback,
 ) -> None:
+    bedrock = servers[route]
     reply = INTERLEAVED[shape]
     bedrock.script(
         ALL_TURNS, AnthropicReply(reply), AnthropicReply([{"type": "text", "text": "Done."}])
@@ -148,12 +165,12 @@ async def test_interleaved_blocks_go_back_in_their_original_order(
     assert bedrock.refusals[refused:] == []
     assert done.content == "Done."
     wire = bedrock.bodies()[before:]
-    assert _assistant(wire[1], 0) == _as_sent(reply)
+    assert _assistant(wire[1], 0) == _as_sent(reply, route)
     assert callback.stats["errors"] == 0
 
 
 async def test_all_turns_keeps_every_earlier_message_in_its_order(
-    bedrock: BedrockClaudeUpstream, callback: ReasoningCallback
+    bedrock: Server, callback: ReasoningCallback
 ) -> None:
     """After a new turn the earlier interleaved reply still goes back exactly as it came (the
     request extends the previous one), on the sync path too."""
@@ -184,13 +201,15 @@ async def test_all_turns_keeps_every_earlier_message_in_its_order(
 # ------------------------------------------------------------------ the interrupted tool loop
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
 @pytest.mark.parametrize("how", CALLS)
 async def test_a_new_user_message_after_tool_results_keeps_the_loops_blocks(
-    how: str, stream: bool, bedrock: BedrockClaudeUpstream, callback: ReasoningCallback
+    how: str, stream: bool, route: str, servers: dict[str, Server], callback: ReasoningCallback
 ) -> None:
     """Sonnet 4.5 keeps only the current turn; the user typed after the tool results. LiteLLM
     merges results and question into one user message: the loop is open, its block goes back."""
+    bedrock = servers[route]
     first = [_thinking("Read a.py first.", SIG[0]), _use("tooluse_c1", "a.py")]
     bedrock.script(
         CURRENT_TURN, AnthropicReply(first), AnthropicReply([{"type": "text", "text": "Sure."}])
@@ -203,17 +222,19 @@ async def test_a_new_user_message_after_tool_results_keeps_the_loops_blocks(
     assert bedrock.refusals[refused:] == []
     assert answer.content == "Sure."
     wire = bedrock.bodies()[before:]
-    assert _assistant(wire[1], 0) == _as_sent(first)
-    assert "thinking" in wire[1]["additionalModelRequestFields"]
+    assert _assistant(wire[1], 0) == _as_sent(first, route)
+    assert "thinking" in (wire[1] if route == "invoke" else wire[1]["additionalModelRequestFields"])
     assert callback.stats["thinking_disabled"] == 0
 
 
+@pytest.mark.parametrize("route", ROUTES)
 @pytest.mark.parametrize("how", CALLS)
 async def test_a_tool_loop_with_no_block_to_send_goes_with_thinking_off(
-    how: str, bedrock: BedrockClaudeUpstream, callback: ReasoningCallback
+    how: str, route: str, servers: dict[str, Server], callback: ReasoningCallback
 ) -> None:
     """The tool calls came from another provider (nothing Bedrock signed): thinking goes off
     for this call, the sync path included, instead of Claude's 400."""
+    bedrock = servers[route]
     bedrock.script(ALL_TURNS, AnthropicReply([{"type": "text", "text": "Read."}]))
     before, refused = len(bedrock.bodies()), len(bedrock.refusals)
     history: list[Any] = [
@@ -235,6 +256,7 @@ async def test_a_tool_loop_with_no_block_to_send_goes_with_thinking_off(
     assert bedrock.refusals[refused:] == []
     assert answer.content == "Read."
     (sent,) = bedrock.bodies()[before:]
+    assert "thinking" not in sent
     assert "thinking" not in (sent.get("additionalModelRequestFields") or {})
     assert callback.stats["thinking_disabled"] == 1
 
@@ -244,7 +266,7 @@ async def test_a_tool_loop_with_no_block_to_send_goes_with_thinking_off(
 
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 async def test_no_reasoning_only_assistant_message_reaches_bedrock(
-    how: str, bedrock: BedrockClaudeUpstream, callback: ReasoningCallback
+    how: str, bedrock: Server, callback: ReasoningCallback
 ) -> None:
     """A reply that was only thinking (cut at max_tokens) comes back from the client as an
     empty-text assistant message before the user's next line: its block is not put on it (a
