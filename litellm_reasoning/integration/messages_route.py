@@ -38,8 +38,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         target, provider, model = engine.target(kwargs)
         rust_core.warn_if_served_natively(provider, model)
         dialect = get_dialect(target.dialect)
-        if not dialect.keeps_block_order:
-            return kwargs
+        as_issued = anthropic_messages.takes_blocks_as_issued(provider)
+        if not dialect.keeps_block_order and not as_issued:
+            return kwargs  # LiteLLM's chat adapter: rendered on its chat call
         scope = engine.scope(kwargs)
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)
@@ -51,10 +52,17 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         stored = {
             i: found[key]
             for i, key in wanted.items()
-            if key in found and dialect.accepts(found[key])
+            if key in found
+            and (
+                anthropic_messages.issued_by(found[key], provider)
+                if as_issued
+                else dialect.accepts(found[key])
+            )
         }
         stored = engine.of_origin(stored, origin[0], provider)
-        out, restored_at = anthropic_messages.restore(cleaned, wanted, stored, start)
+        out, restored_at = anthropic_messages.restore(
+            cleaned, wanted, stored, start, as_issued=as_issued
+        )
         kwargs["messages"] = out
         missing = [i for i in wanted if i > start and i not in stored]
         engine.report.stats["restored"] += len(restored_at)

@@ -228,3 +228,45 @@ class AnthropicUpstream(ScriptedServer[AnthropicReply]):
         if body.get("stream"):
             return 200, "text/event-stream", sse_from_reply(model, reply).encode()
         return 200, "application/json", json.dumps(message_json(model, reply)).encode()
+
+
+DEEPSEEK_REFUSAL = "The `content[].thinking` in the thinking mode must be passed back to the API."
+"""DeepSeek's Anthropic-compatible API, thinking on, for an assistant message with tool uses and
+no thinking block (https://github.com/sdcb/chats/issues/136)."""
+
+
+def deepseek_refusal(body: dict[str, Any]) -> str | None:
+    """DeepSeek V4's rule on its Anthropic-compatible API: in thinking mode every assistant
+    message that made tool calls carries its thinking block back (every turn)."""
+    messages = body.get("messages")
+    if not isinstance(messages, list) or not _thinking_on(body):
+        return None
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        kinds = {b.get("type") for b in content if isinstance(b, dict)}
+        if "tool_use" in kinds and not kinds.intersection(BLOCK_TYPES):
+            return DEEPSEEK_REFUSAL
+    return None
+
+
+class DeepSeekAnthropicUpstream(AnthropicUpstream):
+    """DeepSeek's Anthropic-compatible API (LiteLLM's `deepseek/` on `/v1/messages` posts to
+    `{api_base}/anthropic/v1/messages`): thinking blocks without an Anthropic signature, and
+    DeepSeek's refusal of a tool loop that lost them, in DeepSeek's error shape."""
+
+    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
+        refusal = deepseek_refusal(body)
+        if refusal is not None:
+            self.refusals.append(refusal)
+            error = {
+                "error": {
+                    "message": refusal,
+                    "type": "invalid_request_error",
+                    "param": None,
+                    "code": "invalid_request_error",
+                }
+            }
+            return 400, "application/json", json.dumps(error).encode()
+        return super().answer(body, reply)

@@ -11,7 +11,11 @@ from typing import Any
 
 import pytest
 
-from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.anthropic_upstream import (
+    AnthropicReply,
+    AnthropicUpstream,
+    DeepSeekAnthropicUpstream,
+)
 
 pytestmark = pytest.mark.proxy
 
@@ -38,9 +42,30 @@ def claude() -> Iterator[AnthropicUpstream]:
 
 
 @pytest.fixture(scope="module")
-def proxy(claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+def deepseek() -> Iterator[DeepSeekAnthropicUpstream]:
+    with DeepSeekAnthropicUpstream() as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def proxy(
+    claude: AnthropicUpstream,
+    deepseek: DeepSeekAnthropicUpstream,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Any]:
     from proxy_utils import proxy_config, run_proxy
 
+    native = [
+        {
+            "model_name": f"deepseek-{how}",
+            "litellm_params": {
+                "model": f"deepseek/deepseek-v4-pro-{how}",
+                "api_base": deepseek.base_url,
+                "api_key": "k",
+            },
+        }
+        for how in ("create", "stream")
+    ]
     config = proxy_config(
         [
             {
@@ -53,6 +78,7 @@ def proxy(claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory) -
             }
             for group, model in GROUPS.items()
         ]
+        + native
     )
     workdir = tmp_path_factory.mktemp("messages")
     env = {
@@ -196,6 +222,49 @@ def test_a_delivery_keeps_the_turn_and_a_new_turn_starts_one(
     for body in (during, after):
         assert not any("turn" in m for m in body["messages"])
     assert claude.refusals == []
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
+    deepseek: DeepSeekAnthropicUpstream, proxy: Any, stream: bool
+) -> None:
+    """DeepSeek's Anthropic-compatible API behind `/v1/messages` (LiteLLM forwards the body
+    natively): a client that drops DeepSeek's thinking blocks completes its tool loop across
+    a new turn; the blocks go back as DeepSeek issued them; the proxy log stays clean."""
+    import anthropic
+
+    how = "stream" if stream else "create"
+    group, model = f"deepseek-{how}", f"deepseek-v4-pro-{how}"
+    first = [
+        {"type": "thinking", "thinking": "Read a.py first."},
+        {"type": "tool_use", "id": f"call_{how}_1", "name": "read_file", "input": {"path": "a"}},
+    ]
+    deepseek.script(
+        model,
+        AnthropicReply(first),
+        AnthropicReply([{"type": "text", "text": "a.py holds one line."}]),
+    )
+    deepseek.always(model, AnthropicReply([{"type": "text", "text": "So does b.py."}]))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+
+    def send(messages: list[Any]) -> Any:
+        params = {"model": group, "max_tokens": 2048, "messages": messages}
+        params.update(thinking=THINKING, tools=[TOOL])
+        if stream:
+            with client.messages.stream(**params) as events:
+                return events.get_final_message()
+        return client.messages.create(**params)
+
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+    messages += [_dropping(send(messages)), _result(f"call_{how}_1")]
+    messages += [_dropping(send(messages)), {"role": "user", "content": "And b.py?"}]
+    final = send(messages)
+    assert final.content[0].text == "So does b.py."
+    assert deepseek.refusals == []
+    wire = deepseek.bodies(model)[-1]["messages"]
+    assert wire[1]["content"] == first  # an earlier turn: DeepSeek with tools needs it too
+    log = proxy.log_path.read_text(errors="replace")
+    assert "Traceback" not in log and not [line for line in log.splitlines() if "ERROR" in line]
 
 
 def test_records_of_messages_calls_are_filed_under_the_virtual_key(proxy: Any) -> None:

@@ -121,10 +121,47 @@ def record_of_reply(
     return Reasoning(parts=parts, provider=provider, model=model, layout=layout_of_blocks(content))
 
 
-def with_blocks(message: Mapping[str, Any], record: Reasoning) -> dict[str, Any] | None:
+AS_ISSUED_PROVIDERS = frozenset({"deepseek", "minimax"})
+"""Non-Claude providers LiteLLM forwards `/v1/messages` to natively (their Anthropic-compatible
+APIs, measured on LiteLLM 1.106.12 and 1.110.2). Their thinking blocks carry no Anthropic
+signature and go back as they issued them, to them alone: DeepSeek V4 in thinking mode refuses
+a tool loop whose assistant message lost its block ("The `content[].thinking` in the thinking
+mode must be passed back to the API."); MiniMax asks for its reply back unmodified."""
+
+
+def takes_blocks_as_issued(provider: str | None) -> bool:
+    """Whether `provider`'s native Messages API takes its own thinking blocks back verbatim."""
+    return provider in AS_ISSUED_PROVIDERS
+
+
+def issued_by(record: Reasoning, provider: str | None) -> bool:
+    """Whether `record` came from `provider`'s own replies (what it may be sent back to)."""
+    return record.provider == provider and any(
+        p.kind in ("thinking", "redacted") for p in record.parts
+    )
+
+
+def issued_blocks(record: Reasoning) -> list[dict[str, Any]]:
+    """A record's blocks as their provider issued them (a signature only where it gave one)."""
+    blocks: list[dict[str, Any]] = []
+    for part in record.parts:
+        if part.kind == "redacted" and part.data:
+            blocks.append({"type": "redacted_thinking", "data": part.data})
+        elif part.kind == "thinking":
+            block = {"type": "thinking", "thinking": part.text}
+            if part.signature is not None:
+                block["signature"] = part.signature
+            blocks.append(block)
+    return blocks
+
+
+def with_blocks(
+    message: Mapping[str, Any], record: Reasoning, *, as_issued: bool = False
+) -> dict[str, Any] | None:
     """`message` (sent without reasoning blocks) with the record's blocks where they stood in
-    the reply; None when the record holds nothing Claude takes back."""
-    blocks = thinking_blocks(record)
+    the reply; None when the record holds nothing the target takes back (Claude: signed blocks
+    only; `as_issued`: the provider's own blocks as they came)."""
+    blocks = issued_blocks(record) if as_issued else thinking_blocks(record)
     if not blocks:
         return None
     content = _blocks(message.get("content"))
@@ -216,17 +253,25 @@ def wanted(
 
 
 def restore(
-    messages: Sequence[Any], wanted: Mapping[int, str], stored: Mapping[int, Reasoning], start: int
+    messages: Sequence[Any],
+    wanted: Mapping[int, str],
+    stored: Mapping[int, Reasoning],
+    start: int,
+    *,
+    as_issued: bool = False,
 ) -> tuple[list[Any], list[int]]:
     """`messages` with the stored blocks back in place, and where they went. Earlier turns:
     Claude lets a leading run of blocks go, not one in the middle, so an earlier message
-    before the last one missing its record gets none."""
+    before the last one missing its record gets none (`as_issued` targets take each message
+    on its own)."""
     last_miss = max((i for i in wanted if i < start and i not in stored), default=-1)
+    if as_issued:
+        last_miss = -1
     out, restored_at = list(messages), []
     for i, record in stored.items():
         if i < last_miss:
             continue
-        message = with_blocks(messages[i], record)
+        message = with_blocks(messages[i], record, as_issued=as_issued)
         if message is not None:
             out[i] = message
             restored_at.append(i)
