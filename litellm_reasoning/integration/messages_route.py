@@ -63,11 +63,24 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         out, restored_at = anthropic_messages.restore(
             cleaned, wanted, stored, start, as_issued=as_issued
         )
-        kwargs["messages"] = out
+        limited = anthropic_messages.limit(
+            out,
+            target.policy,
+            start,
+            leading_run=target.strip == "leading_run",
+            max_tokens=engine.max_reasoning_tokens,
+            count=engine.count_tokens,
+            earlier_required=as_issued,
+        )
+        out = kwargs["messages"] = limited.messages
+        gone = {*limited.stripped, *limited.over_budget}
+        restored_at = [i for i in restored_at if i not in gone]
         missing = [i for i in wanted if i > start and i not in stored]
         engine.report.stats["restored"] += len(restored_at)
         engine.report.stats["missing"] += len(missing)
-        _decide(engine, kwargs, state, target, out, restored_at, missing)
+        engine.report.stats["stripped"] += len(limited.stripped)
+        engine.report.stats["over_budget"] += len(limited.over_budget)
+        _decide(engine, kwargs, state, target, out, restored_at, missing, limited)
         state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
         state.restored = {wanted[i]: stored[i] for i in restored_at}
         engine.begin(
@@ -98,12 +111,14 @@ def _decide(
     messages: Sequence[Any],
     restored: Sequence[int],
     missing: Sequence[int],
+    limited: anthropic_messages.Limited,
 ) -> None:
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
     it for chat)."""
-    per_message, sent = anthropic_messages.summary_counts(messages, restored, missing)
+    per_message, sent = anthropic_messages.summary_counts(messages, restored, missing, limited)
     tokens = sum(map(engine.count_tokens, sent))
-    engine.report.decide(kwargs, summary_of(target, per_message, tokens), state)
+    summary = summary_of(target, per_message, tokens, limited.saved)
+    engine.report.decide(kwargs, summary, state)
 
 
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.extract import BLOCK_TYPES, _parts_from_blocks
-from ...core.policy import TurnPolicy
+from ...core.policy import TurnPolicy, leading_run_violations, over_budget
 from ...core.reasoning import Reasoning
 from ...core.turns import TURN_KEY
 from .dialect import apply_layout, layout_of_blocks, thinking_blocks
@@ -278,11 +279,86 @@ def restore(
     return out, restored_at
 
 
+def without_reasoning_blocks(message: Mapping[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return dict(message)
+    kept = [b for b in content if not (isinstance(b, dict) and b.get("type") in BLOCK_TYPES)]
+    return {**message, "content": kept}
+
+
+@dataclass
+class Limited:
+    """An Anthropic-format request after the policy and the budget (`limit`)."""
+
+    messages: list[Any]
+    stripped: list[int] = field(default_factory=list)
+    """Earlier-turn messages whose blocks the policy (or the leading-run rule) leaves out."""
+    over_budget: list[int] = field(default_factory=list)
+    """Earlier-turn messages whose blocks `max_reasoning_tokens` leaves out, oldest first."""
+    saved: int = 0
+    """Estimated reasoning tokens left out."""
+
+
+def limit(
+    messages: Sequence[Any],
+    policy: TurnPolicy,
+    start: int,
+    *,
+    leading_run: bool,
+    max_tokens: int | None,
+    count: Callable[[Reasoning], int],
+    earlier_required: bool = False,
+) -> Limited:
+    """Earlier turns carry what `policy` keeps and what fits in `max_tokens` (the chat path's
+    rules, `core.limits`): blocks a client kept on a turn the policy leaves out are taken out,
+    then the oldest over the budget; with `leading_run` (Claude binds blocks to what precedes
+    them) whatever goes is the oldest run; `earlier_required` (DeepSeek's Anthropic API refuses
+    a tool-call message without its block on any turn): the budget leaves the kept ones alone.
+    The current turn is never touched, nor a message the blocks alone make (an empty message
+    would be refused)."""
+    out = list(messages)
+    assistant = [
+        i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
+    ]
+    carrying = [
+        i
+        for i in assistant
+        if (blocks := reasoning_blocks(messages[i]))
+        and len(blocks) < len(_blocks(messages[i].get("content")))
+    ]
+    skipped = [i for i in assistant if i <= start and not keeps(policy, i, start, messages[i])]
+    stripped = [i for i in carrying if i in set(skipped)]
+    kept = [i for i in carrying if i not in set(stripped)]
+    tokens: dict[int, int] = {}
+    for i in kept:
+        record = record_of_reply(reasoning_blocks(messages[i]), provider=None, model=None)
+        tokens[i] = count(record) if record is not None else 0
+    over: list[int] = []
+    if max_tokens is not None:
+        required = policy.earlier_turns_required or earlier_required
+        droppable = set() if required else {i for i in kept if i <= start}
+        over = over_budget(kept, tokens, max_tokens, droppable)
+    if leading_run:
+        remaining = [i for i in kept if i not in set(over)]
+        more = leading_run_violations(remaining, [*skipped, *over])
+        stripped = sorted({*stripped, *(i for i in more if i <= start)})
+    saved = 0
+    for i in sorted({*stripped, *over}):
+        saved += tokens.get(i) or 0
+        out[i] = without_reasoning_blocks(messages[i])
+    return Limited(out, stripped, [i for i in over if i not in set(stripped)], saved)
+
+
 def summary_counts(
-    messages: Sequence[Any], restored: Sequence[int], missing: Sequence[int]
+    messages: Sequence[Any],
+    restored: Sequence[int],
+    missing: Sequence[int],
+    limited: Limited | None = None,
 ) -> tuple[dict[str, str], list[Reasoning]]:
-    """Per message "restored" / "kept" / "missing" for the decisions summary, and the records
-    the request carries (what its reasoning tokens are counted from)."""
+    """Per message "restored" / "kept" / "missing" / "stripped" / "over_budget" for the
+    decisions summary, and the records the request carries (what its reasoning tokens are
+    counted from)."""
     per_message: dict[str, str] = {}
     sent: list[Reasoning] = []
     for i, message in enumerate(messages):
@@ -293,4 +369,7 @@ def summary_counts(
             if record is not None:
                 sent.append(record)
     per_message.update(dict.fromkeys(map(str, missing), "missing"))
+    if limited is not None:
+        per_message.update(dict.fromkeys(map(str, limited.stripped), "stripped"))
+        per_message.update(dict.fromkeys(map(str, limited.over_budget), "over_budget"))
     return per_message, sent
