@@ -58,3 +58,19 @@ def item_without_turn(item: Any) -> Any:
     if not isinstance(as_mapping, dict):
         return item
     return {k: v for k, v in as_mapping.items() if k != TURN_KEY}
+
+
+def mark_deliveries(messages: Sequence[Any], starts: Sequence[bool]) -> list[Any] | None:
+    """`messages` (chat format) with `"turn": false` on each user message whose entry in
+    `starts` (one per user message, in order) says it starts no turn: what a translation from
+    another format lost (LiteLLM's Anthropic-to-chat adapter drops `turn`, and turns a
+    `tool_result` with text beside it into tool messages and a user message). None when the
+    user messages do not line up with `starts` (then nothing is marked)."""
+    users = [i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "user"]
+    if len(users) != len(starts):
+        return None
+    out = list(messages)
+    for index, starts_one in zip(users, starts, strict=True):
+        if not starts_one and out[index].get(TURN_KEY) is not False:
+            out[index] = {**out[index], TURN_KEY: False}
+    return out

@@ -88,6 +88,9 @@ class CallState:
     """Finished output items of a Responses stream, by output index."""
     stream: Callable[[], Any] | None = None
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
+    adapter_turns: list[bool] | None = None
+    """An Anthropic-format call LiteLLM's adapter sends on as chat completions: whether each
+    user message of the chat call it makes starts a turn (what the translation loses)."""
     stream_chunks: list[Any] | None = None
     """The chunk list of that stream (LiteLLM appends to it): still there for a capture made
     after the client let go of the stream itself."""

@@ -40,7 +40,10 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         dialect = get_dialect(target.dialect)
         as_issued = anthropic_messages.takes_blocks_as_issued(provider)
         if not dialect.keeps_block_order and not as_issued:
-            return kwargs  # LiteLLM's chat adapter: rendered on its chat call
+            # LiteLLM's chat adapter: rendered on the chat call it makes (same logging object),
+            # which is told which of its user messages start a turn.
+            state.adapter_turns = anthropic_messages.chat_user_turns(messages)
+            return kwargs
         scope = engine.scope(kwargs)
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)

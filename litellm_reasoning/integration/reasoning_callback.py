@@ -30,7 +30,7 @@ from litellm.integrations.custom_logger import CustomLogger
 from ..core.limits import TokenCounter, estimate_tokens
 from ..core.policy import TurnPolicy
 from ..core.targets import Override, parse_overrides
-from ..core.turns import without_turn
+from ..core.turns import mark_deliveries, without_turn
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import PrefixCache
 from ..stores import MemoryStore, ReasoningStore, store_from_url
@@ -229,8 +229,13 @@ class ReasoningCallback(CustomLogger):
         if kind not in COMPLETION_CALL_TYPES or not isinstance(messages, list) or not self.active:
             return None
         engine = self.engine
+        translated = state_in(details_of(kwargs))
         state = engine.start(details_of(kwargs))
         try:
+            if translated is not None and translated.adapter_turns is not None:
+                # The chat call LiteLLM's adapter makes of an Anthropic-format request.
+                marked = mark_deliveries(messages, translated.adapter_turns)
+                messages = marked if marked is not None else messages
             rendered, target = await engine.arender(kwargs, messages, state)
             kwargs["messages"] = rendered.messages
             dialect = get_dialect(target.dialect)

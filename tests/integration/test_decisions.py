@@ -67,11 +67,18 @@ class Collector(CustomLogger):
     def __init__(self) -> None:
         super().__init__()
         self.instance_id = uuid.uuid4().hex  # LiteLLM keeps one instance per class and fields
-        self.metadata: list[dict[str, Any]] = []
+        self._by_call: dict[Any, tuple[str, dict[str, Any]]] = {}
+
+    def of(self, model: str) -> list[dict[str, Any]]:
+        """The metadata of each call to `model`, once per call: LiteLLM's logging worker may
+        still deliver earlier tests' events, and a call's success may reach both methods."""
+        return [meta for name, meta in self._by_call.values() if model in name]
 
     def _keep(self, kwargs: Any) -> None:
         payload = kwargs.get("standard_logging_object") or {}
-        self.metadata.append(dict(payload.get("metadata") or {}))
+        call = payload.get("id") or kwargs.get("litellm_call_id") or len(self._by_call)
+        model = str(payload.get("model") or kwargs.get("model") or "")
+        self._by_call[call] = (model, dict(payload.get("metadata") or {}))
 
     async def async_log_success_event(
         self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
@@ -155,10 +162,10 @@ async def test_summary_reaches_the_standard_logging_payload(
     callers_metadata: dict[str, Any] = {"spend_logs_metadata": callers_spend}
     await _call(how, upstream, model, stream, callers_metadata)
     for _ in range(100):  # success events run after the call returns
-        if collector.metadata:
+        if collector.of(model):
             break
         await asyncio.sleep(0.05)
-    (metadata,) = collector.metadata
+    (metadata,) = collector.of(model)
     spend = metadata["spend_logs_metadata"]
     assert spend["team"] == "search"  # the caller's own keys stay
     # ... and the caller's own dicts are not written to (LiteLLM may add its own keys)

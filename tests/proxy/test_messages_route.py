@@ -16,6 +16,7 @@ from litellm_reasoning.testing.anthropic_upstream import (
     AnthropicUpstream,
     DeepSeekAnthropicUpstream,
 )
+from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytestmark = pytest.mark.proxy
 
@@ -48,12 +49,28 @@ def deepseek() -> Iterator[DeepSeekAnthropicUpstream]:
 
 
 @pytest.fixture(scope="module")
+def chat_server() -> Iterator[Upstream]:
+    with Upstream() as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
 def proxy(
     claude: AnthropicUpstream,
     deepseek: DeepSeekAnthropicUpstream,
+    chat_server: Upstream,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Any]:
     from proxy_utils import proxy_config, run_proxy
+
+    adapter = {
+        "model_name": "qwen-adapter",
+        "litellm_params": {
+            "model": "hosted_vllm/qwen3-32b",
+            "api_base": chat_server.base_url,
+            "api_key": "k",
+        },
+    }
 
     native = [
         {
@@ -79,6 +96,7 @@ def proxy(
             for group, model in GROUPS.items()
         ]
         + native
+        + [adapter]
     )
     workdir = tmp_path_factory.mktemp("messages")
     env = {
@@ -263,6 +281,57 @@ def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
     assert deepseek.refusals == []
     wire = deepseek.bodies(model)[-1]["messages"]
     assert wire[1]["content"] == first  # an earlier turn: DeepSeek with tools needs it too
+    log = proxy.log_path.read_text(errors="replace")
+    assert "Traceback" not in log and not [line for line in log.splitlines() if "ERROR" in line]
+
+
+def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
+    chat_server: Upstream, proxy: Any
+) -> None:
+    """`/v1/messages` to a chat-completions model (Qwen on vLLM, current_turn): LiteLLM's
+    adapter translates the request and drops `turn`; the callback tells the chat call which of
+    its user messages start a turn, so a tool result with a reminder beside it and a delivery
+    (`"turn": false`) keep the tool loop's reasoning, and a real new question leaves it out."""
+    import anthropic
+
+    model = "qwen3-32b"
+    call = {"id": "call_q1", "type": "function", "function": {"name": "read_file"}}
+    call["function"]["arguments"] = '{"path": "a"}'
+    chat_server.script(
+        model,
+        Reply(
+            {
+                "role": "assistant",
+                "content": "",
+                "reasoning_content": "Read a.",
+                "tool_calls": [call],
+            }
+        ),
+        Reply({"role": "assistant", "content": "a holds one line."}),
+    )
+    chat_server.always(model, Reply({"role": "assistant", "content": "b holds one too."}))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+    params: dict[str, Any] = {"model": "qwen-adapter", "max_tokens": 2048, "tools": [TOOL]}
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+    first = client.messages.create(messages=messages, **params)
+    assert [b.type for b in first.content][-1] == "tool_use"
+    reminder = {"type": "text", "text": "<system-reminder>keep going</system-reminder>"}
+    delivery = {"role": "user", "content": "(build finished)", "turn": False}
+    messages += [_dropping(first), _result("call_q1", reminder), delivery]
+    client.messages.create(messages=messages, **params)
+    messages += [{"role": "assistant", "content": "a holds one line."}]
+    messages += [{"role": "user", "content": "And b.py?"}]
+    client.messages.create(messages=messages, **params)
+    during, after = chat_server.bodies(model)[1:]
+
+    def reasoning(body: dict[str, Any]) -> Any:
+        loop = next(m for m in body["messages"] if m.get("tool_calls"))
+        return loop.get("reasoning_content") or loop.get("reasoning")
+
+    assert reasoning(during) == "Read a."  # the delivery and the reminder started no turn
+    assert reasoning(after) is None  # a new question did: current_turn leaves it out
+    for body in (during, after):
+        assert not any("turn" in m for m in body["messages"])
     log = proxy.log_path.read_text(errors="replace")
     assert "Traceback" not in log and not [line for line in log.splitlines() if "ERROR" in line]
 

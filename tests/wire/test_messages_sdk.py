@@ -232,3 +232,55 @@ async def test_litellm_rust_core_on_the_messages_route(
         assert callback.stats["captured"] == 0  # the Rust core ran no reply hook
         if feature is None:  # LiteLLM 1.106 / 1.108: said once, naming the model
             assert len(warnings) == 1 and f"anthropic/{model}" in warnings[0]
+
+
+async def test_the_adapter_route_keeps_the_turn_across_a_delivery(
+    callback: ReasoningCallback,
+) -> None:
+    """A chat-completions model behind the Anthropic format (LiteLLM's adapter drops `turn`):
+    the chat call is told which user messages start a turn, so a delivery keeps the tool
+    loop's reasoning on a current_turn target (Qwen on vLLM)."""
+    from litellm_reasoning.testing.upstream import Reply, Upstream
+
+    call = {"id": "call_s1", "type": "function", "function": {"name": "read_file"}}
+    call["function"]["arguments"] = '{"path": "a"}'
+    with Upstream() as chat:
+        chat.script(
+            "qwen3-32b",
+            Reply(
+                {
+                    "role": "assistant",
+                    "content": "",
+                    "reasoning_content": "Read a.",
+                    "tool_calls": [call],
+                }
+            ),
+        )
+        chat.always("qwen3-32b", Reply({"role": "assistant", "content": "done"}))
+
+        async def send(messages: list[Any]) -> Any:
+            return await litellm.anthropic.messages.acreate(
+                model="hosted_vllm/qwen3-32b",
+                messages=messages,
+                api_base=chat.base_url,
+                api_key="k",
+                max_tokens=256,
+                tools=[TOOL],
+            )
+
+        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+        first = await send(messages)
+        kept = [b for b in first["content"] if b["type"] in ("text", "tool_use")]
+        messages += [
+            {"role": "assistant", "content": kept},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "call_s1", "content": "x"}],
+            },
+            {"role": "user", "content": "(build finished)", "turn": False},
+        ]
+        await send(messages)
+        sent = chat.bodies("qwen3-32b")[-1]["messages"]
+    loop = next(m for m in sent if m.get("tool_calls"))
+    assert (loop.get("reasoning_content") or loop.get("reasoning")) == "Read a."
+    assert not any("turn" in m for m in sent)

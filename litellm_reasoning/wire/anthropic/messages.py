@@ -53,6 +53,20 @@ def starts_turn(message: Any) -> bool:
     return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(content))
 
 
+def chat_user_turns(messages: Sequence[Any]) -> list[bool]:
+    """For each user message LiteLLM's Anthropic-to-chat adapter makes of `messages` (one per
+    Anthropic user message holding anything but `tool_result` blocks), whether it starts a
+    turn here (`core.turns.mark_deliveries` puts that back on the chat messages)."""
+    out: list[bool] = []
+    for message in messages:
+        if not isinstance(message, Mapping) or message.get("role") != "user":
+            continue
+        blocks = _blocks(message.get("content"))
+        if any(not (isinstance(b, dict) and b.get("type") == "tool_result") for b in blocks):
+            out.append(starts_turn(message))
+    return out
+
+
 def turn_start(messages: Sequence[Any]) -> int:
     """Index of the user message the current turn starts at (-1: none does)."""
     for index in range(len(messages) - 1, -1, -1):
