@@ -151,6 +151,11 @@ def _dropping(message: Any) -> dict[str, Any]:
     }
 
 
+def _keeping(message: Any) -> dict[str, Any]:
+    """What a client that keeps the whole reply sends back of it."""
+    return {"role": "assistant", "content": _blocks(message)}
+
+
 def _result(call_id: str, *extra: dict[str, Any]) -> dict[str, Any]:
     return {
         "role": "user",
@@ -166,9 +171,10 @@ def _interleaved(tag: str) -> list[dict[str, Any]]:
     ]
 
 
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_a_client_that_drops_thinking_completes_its_tool_loop(
-    claude: AnthropicUpstream, proxy: Any, stream: bool
+    claude: AnthropicUpstream, proxy: Any, stream: bool, keeps: bool
 ) -> None:
     """`messages.create` / `messages.stream` through the proxy to a strict Claude: the client
     sends tool uses back without their thinking blocks; the callback puts them back where they
@@ -177,7 +183,8 @@ def test_a_client_that_drops_thinking_completes_its_tool_loop(
     import anthropic
 
     group = "claude-loop-stream" if stream else "claude-loop"
-    model, tag = GROUPS[group], "s" if stream else "c"
+    model, tag = GROUPS[group], ("s" if stream else "c") + ("k" if keeps else "")
+    back = _keeping if keeps else _dropping
     second = [
         {"type": "thinking", "thinking": "Now b.py.", "signature": f"{SIGNATURE}{tag}b"},
         {"type": "tool_use", "id": f"toolu_{tag}_2", "name": "read_file", "input": {"path": "b"}},
@@ -198,9 +205,9 @@ def test_a_client_that_drops_thinking_completes_its_tool_loop(
     first = send(messages)
     assert _blocks(first) == _interleaved(tag)
     reminder = {"type": "text", "text": "<system-reminder>keep going</system-reminder>"}
-    messages += [_dropping(first), _result(f"toolu_{tag}_1", reminder)]
+    messages += [back(first), _result(f"toolu_{tag}_1", reminder)]
     reply = send(messages)
-    messages += [_dropping(reply), _result(f"toolu_{tag}_2")]
+    messages += [back(reply), _result(f"toolu_{tag}_2")]
     final = send(messages)
     assert final.content[0].text == "Both hold one line."
     assert claude.refusals == []
@@ -242,17 +249,21 @@ def test_a_delivery_keeps_the_turn_and_a_new_turn_starts_one(
     assert claude.refusals == []
 
 
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
-    deepseek: DeepSeekAnthropicUpstream, proxy: Any, stream: bool
+    deepseek: DeepSeekAnthropicUpstream, proxy: Any, stream: bool, keeps: bool
 ) -> None:
     """DeepSeek's Anthropic-compatible API behind `/v1/messages` (LiteLLM forwards the body
-    natively): a client that drops DeepSeek's thinking blocks completes its tool loop across
-    a new turn; the blocks go back as DeepSeek issued them; the proxy log stays clean."""
+    natively): a client that drops DeepSeek's thinking blocks completes its tool loop, with a
+    delivery in it, and goes on after a new turn; the blocks go back as DeepSeek issued them
+    (a keeping client sends what it got); the proxy log stays clean."""
     import anthropic
 
-    how = "stream" if stream else "create"
-    group, model = f"deepseek-{how}", f"deepseek-v4-pro-{how}"
+    how = ("stream" if stream else "create") + ("-keeps" if keeps else "")
+    back = _keeping if keeps else _dropping
+    route = "stream" if stream else "create"
+    group, model = f"deepseek-{route}", f"deepseek-v4-pro-{route}"
     first = [
         {"type": "thinking", "thinking": "Read a.py first."},
         {"type": "tool_use", "id": f"call_{how}_1", "name": "read_file", "input": {"path": "a"}},
@@ -274,19 +285,25 @@ def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
         return client.messages.create(**params)
 
     messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
-    messages += [_dropping(send(messages)), _result(f"call_{how}_1")]
-    messages += [_dropping(send(messages)), {"role": "user", "content": "And b.py?"}]
+    delivery = {"role": "user", "content": "(build finished)", "turn": False}
+    messages += [back(send(messages)), _result(f"call_{how}_1"), delivery]
+    messages += [back(send(messages)), {"role": "user", "content": "And b.py?"}]
     final = send(messages)
     assert final.content[0].text == "So does b.py."
     assert deepseek.refusals == []
     wire = deepseek.bodies(model)[-1]["messages"]
-    assert wire[1]["content"] == first  # an earlier turn: DeepSeek with tools needs it too
+    # An earlier turn now: DeepSeek with tools needs it too (a keeping client's own copy: the
+    # SDK's streamed message carries an empty `signature`).
+    assert wire[1]["content"] == (messages[1]["content"] if keeps else first)
+    assert not any("turn" in m for m in wire)
     log = proxy.log_path.read_text(errors="replace")
     assert "Traceback" not in log and not [line for line in log.splitlines() if "ERROR" in line]
 
 
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
-    chat_server: Upstream, proxy: Any
+    chat_server: Upstream, proxy: Any, stream: bool, keeps: bool
 ) -> None:
     """`/v1/messages` to a chat-completions model (Qwen on vLLM, current_turn): LiteLLM's
     adapter translates the request and drops `turn`; the callback tells the chat call which of
@@ -295,7 +312,8 @@ def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
     import anthropic
 
     model = "qwen3-32b"
-    call = {"id": "call_q1", "type": "function", "function": {"name": "read_file"}}
+    tag = ("s" if stream else "c") + ("k" if keeps else "d")
+    call = {"id": f"call_q{tag}", "type": "function", "function": {"name": "read_file"}}
     call["function"]["arguments"] = '{"path": "a"}'
     chat_server.script(
         model,
@@ -312,24 +330,33 @@ def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
     chat_server.always(model, Reply({"role": "assistant", "content": "b holds one too."}))
     client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
     params: dict[str, Any] = {"model": "qwen-adapter", "max_tokens": 2048, "tools": [TOOL]}
+
+    def send(messages: list[Any]) -> Any:
+        if stream:
+            with client.messages.stream(messages=messages, **params) as events:
+                return events.get_final_message()
+        return client.messages.create(messages=messages, **params)
+
+    before = len(chat_server.bodies(model))
     messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
-    first = client.messages.create(messages=messages, **params)
+    first = send(messages)
     assert [b.type for b in first.content][-1] == "tool_use"
     reminder = {"type": "text", "text": "<system-reminder>keep going</system-reminder>"}
     delivery = {"role": "user", "content": "(build finished)", "turn": False}
-    messages += [_dropping(first), _result("call_q1", reminder), delivery]
-    client.messages.create(messages=messages, **params)
+    messages += [(_keeping if keeps else _dropping)(first), _result(call["id"], reminder)]
+    messages.append(delivery)
+    send(messages)
     messages += [{"role": "assistant", "content": "a holds one line."}]
     messages += [{"role": "user", "content": "And b.py?"}]
-    client.messages.create(messages=messages, **params)
-    during, after = chat_server.bodies(model)[1:]
+    send(messages)
+    during, after = chat_server.bodies(model)[before + 1 :]
 
     def reasoning(body: dict[str, Any]) -> Any:
         loop = next(m for m in body["messages"] if m.get("tool_calls"))
         return loop.get("reasoning_content") or loop.get("reasoning")
 
     assert reasoning(during) == "Read a."  # the delivery and the reminder started no turn
-    assert reasoning(after) is None  # a new question did: current_turn leaves it out
+    assert not reasoning(after)  # a new question did: current_turn leaves it out
     for body in (during, after):
         assert not any("turn" in m for m in body["messages"])
     log = proxy.log_path.read_text(errors="replace")
