@@ -92,7 +92,9 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
     import sec_tokens
 
     return {
-        "rewrite": lambda: sec_rewrite.run(s.rewrite_sizes, s.rewrite_budget, s.rewrite_min_repeat),
+        "rewrite": lambda: sec_rewrite.run(
+            s.rewrite_sizes, s.rewrite_budget, s.rewrite_min_repeat, out_dir
+        ),
         "e2e": lambda: sec_e2e.run(s.e2e_history, s.e2e_repeat),
         "stores": lambda: sec_stores.run(s.store_counts, s.store_repeat),
         "proxy": lambda: sec_proxy.run(s.proxy_concurrency, s.proxy_seconds, s.proxy_rounds),
