@@ -178,12 +178,9 @@ def converse_stream(content: list[dict[str, Any]], stop: str) -> bytes:
     return event_stream(events)
 
 
-class BedrockClaudeUpstream(ScriptedServer[AnthropicReply]):
-    """Claude on Bedrock Converse (`/model/{id}/converse` and `/converse-stream`): answers with
-    scripted Anthropic content blocks in Converse's form and, when `strict`, refuses like
-    Bedrock (`bedrock_refusal`) and like Claude behind it (`claude_refusal`: thinking first,
-    the open tool loop's block, the latest assistant message exactly as it came), with the
-    texts Bedrock sends (a ValidationException)."""
+class _BedrockClaudeServer(ScriptedServer[AnthropicReply]):
+    """What both Bedrock routes for Claude share: the model from `/model/{id}/…`, the replies
+    issued (what Claude's own check recognises), and refusals in Bedrock's error shape."""
 
     def __init__(self, host: str = "127.0.0.1", port: int = 0, *, strict: bool = True) -> None:
         super().__init__(host, port)
@@ -195,6 +192,18 @@ class BedrockClaudeUpstream(ScriptedServer[AnthropicReply]):
         parts = path.split("/")
         return unquote(parts[2]) if len(parts) > 3 and parts[1] == "model" else ""
 
+    def refuse(self, refusal: str) -> tuple[int, str, bytes]:
+        self.refusals.append(refusal)
+        return 400, "application/json", json.dumps({"message": refusal}).encode()
+
+
+class BedrockClaudeUpstream(_BedrockClaudeServer):
+    """Claude on Bedrock Converse (`/model/{id}/converse` and `/converse-stream`): answers with
+    scripted Anthropic content blocks in Converse's form and, when `strict`, refuses like
+    Bedrock (`bedrock_refusal`) and like Claude behind it (`claude_refusal`: thinking first,
+    the open tool loop's block, the latest assistant message exactly as it came), with the
+    texts Bedrock sends (a ValidationException)."""
+
     def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
         stream = self.path.endswith("/converse-stream")
         refusal = bedrock_refusal(body) if self.strict else None
@@ -204,8 +213,7 @@ class BedrockClaudeUpstream(ScriptedServer[AnthropicReply]):
         if refusal is None and reply is None:
             refusal = "no scripted reply"
         if refusal is not None or reply is None:
-            self.refusals.append(str(refusal))
-            return 400, "application/json", json.dumps({"message": refusal}).encode()
+            return self.refuse(str(refusal))
         self.issued.append(reply.content)
         uses = any(b.get("type") == "tool_use" for b in reply.content)
         stop = reply.stop_reason or ("tool_use" if uses else "end_turn")
@@ -233,21 +241,11 @@ def invoke_stream(model: str, reply: AnthropicReply) -> bytes:
     return event_stream(events)
 
 
-class BedrockInvokeClaudeUpstream(ScriptedServer[AnthropicReply]):
+class BedrockInvokeClaudeUpstream(_BedrockClaudeServer):
     """Claude on the Bedrock invoke route (`/model/{id}/invoke` and
     `/invoke-with-response-stream`, Anthropic Messages bodies): answers like the Anthropic API
     inside Bedrock's framing and, when `strict`, refuses as Claude does (`claude_refusal`), with
     Bedrock's texts."""
-
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, strict: bool = True) -> None:
-        super().__init__(host, port)
-        self.strict = strict
-        self.issued: list[list[dict[str, Any]]] = []
-        self.refusals: list[str] = []
-
-    def model_of(self, path: str, body: dict[str, Any]) -> str:
-        parts = path.split("/")
-        return unquote(parts[2]) if len(parts) > 3 and parts[1] == "model" else ""
 
     def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
         found = claude_refusal(body, self.issued) if self.strict else None
@@ -255,8 +253,7 @@ class BedrockInvokeClaudeUpstream(ScriptedServer[AnthropicReply]):
         if refusal is None and reply is None:
             refusal = "no scripted reply"
         if refusal is not None or reply is None:
-            self.refusals.append(str(refusal))
-            return 400, "application/json", json.dumps({"message": refusal}).encode()
+            return self.refuse(str(refusal))
         self.issued.append(reply.content)
         model = self.model_of(self.path, body)
         if self.path.endswith("/invoke-with-response-stream"):

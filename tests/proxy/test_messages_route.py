@@ -151,6 +151,23 @@ def _dropping(message: Any) -> dict[str, Any]:
     }
 
 
+def _sender(proxy: Any, group: str, stream: bool, **extra: Any) -> Any:
+    """`send(messages)`: one `/v1/messages` request with the official client, with the read
+    tool (`messages.stream` read to its final message, or `messages.create`)."""
+    import anthropic
+
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+    params = {"model": group, "max_tokens": 2048, "tools": [TOOL], **extra}
+
+    def send(messages: list[Any]) -> Any:
+        if stream:
+            with client.messages.stream(messages=messages, **params) as events:
+                return events.get_final_message()
+        return client.messages.create(messages=messages, **params)
+
+    return send
+
+
 def _keeping(message: Any) -> dict[str, Any]:
     """What a client that keeps the whole reply sends back of it."""
     return {"role": "assistant", "content": _blocks(message)}
@@ -180,7 +197,6 @@ def test_a_client_that_drops_thinking_completes_its_tool_loop(
     sends tool uses back without their thinking blocks; the callback puts them back where they
     stood, Claude accepts the loop; a reminder beside the tool result still continues the
     turn; the client that keeps its blocks sends exactly what it got."""
-    import anthropic
 
     group = "claude-loop-stream" if stream else "claude-loop"
     model, tag = GROUPS[group], ("s" if stream else "c") + ("k" if keeps else "")
@@ -191,15 +207,7 @@ def test_a_client_that_drops_thinking_completes_its_tool_loop(
     ]
     claude.script(model, AnthropicReply(_interleaved(tag)), AnthropicReply(second))
     claude.always(model, AnthropicReply([{"type": "text", "text": "Both hold one line."}]))
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
-
-    def send(messages: list[Any]) -> Any:
-        params = {"model": group, "max_tokens": 2048, "messages": messages}
-        params.update(thinking=THINKING, tools=[TOOL])
-        if stream:
-            with client.messages.stream(**params) as events:
-                return events.get_final_message()
-        return client.messages.create(**params)
+    send = _sender(proxy, group, stream, thinking=THINKING)
 
     messages: list[Any] = [{"role": "user", "content": "What is in a.py and b.py?"}]
     first = send(messages)
@@ -258,7 +266,6 @@ def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
     natively): a client that drops DeepSeek's thinking blocks completes its tool loop, with a
     delivery in it, and goes on after a new turn; the blocks go back as DeepSeek issued them
     (a keeping client sends what it got); the proxy log stays clean."""
-    import anthropic
 
     how = ("stream" if stream else "create") + ("-keeps" if keeps else "")
     back = _keeping if keeps else _dropping
@@ -274,15 +281,7 @@ def test_a_native_deepseek_deployment_gets_its_own_blocks_back(
         AnthropicReply([{"type": "text", "text": "a.py holds one line."}]),
     )
     deepseek.always(model, AnthropicReply([{"type": "text", "text": "So does b.py."}]))
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
-
-    def send(messages: list[Any]) -> Any:
-        params = {"model": group, "max_tokens": 2048, "messages": messages}
-        params.update(thinking=THINKING, tools=[TOOL])
-        if stream:
-            with client.messages.stream(**params) as events:
-                return events.get_final_message()
-        return client.messages.create(**params)
+    send = _sender(proxy, group, stream, thinking=THINKING)
 
     messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
     delivery = {"role": "user", "content": "(build finished)", "turn": False}
@@ -309,7 +308,6 @@ def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
     adapter translates the request and drops `turn`; the callback tells the chat call which of
     its user messages start a turn, so a tool result with a reminder beside it and a delivery
     (`"turn": false`) keep the tool loop's reasoning, and a real new question leaves it out."""
-    import anthropic
 
     model = "qwen3-32b"
     tag = ("s" if stream else "c") + ("k" if keeps else "d")
@@ -328,14 +326,7 @@ def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
         Reply({"role": "assistant", "content": "a holds one line."}),
     )
     chat_server.always(model, Reply({"role": "assistant", "content": "b holds one too."}))
-    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
-    params: dict[str, Any] = {"model": "qwen-adapter", "max_tokens": 2048, "tools": [TOOL]}
-
-    def send(messages: list[Any]) -> Any:
-        if stream:
-            with client.messages.stream(messages=messages, **params) as events:
-                return events.get_final_message()
-        return client.messages.create(messages=messages, **params)
+    send = _sender(proxy, "qwen-adapter", stream)
 
     before = len(chat_server.bodies(model))
     messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
