@@ -34,11 +34,9 @@ from ..core.turns import mark_deliveries, without_turn
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import PrefixCache
 from ..stores import MemoryStore, ReasoningStore, store_from_url
-from ..wire import get_dialect
-from ..wire.anthropic.body import needs_thinking_off, without_thinking_blocks
 from ..wire.openai_responses.dialect import ask_for_encrypted_content
 from . import capture, messages_route, patches, refusals, responses_route, sync_body
-from .calls import LAYOUT_PATCH, details_of, state_in, state_of
+from .calls import details_of, state_in, state_of
 from .engine import Engine
 from .flows import adrive, drive
 from .kwargs import (
@@ -229,30 +227,20 @@ class ReasoningCallback(CustomLogger):
         if kind not in COMPLETION_CALL_TYPES or not isinstance(messages, list) or not self.active:
             return None
         engine = self.engine
-        translated = state_in(details_of(kwargs))
-        state = engine.start(details_of(kwargs))
+        details = details_of(kwargs)
+        translated = state_in(details)
+        state = engine.start(details)
         try:
             if translated is not None and translated.adapter_turns is not None:
                 # The chat call LiteLLM's adapter makes of an Anthropic-format request.
                 marked = mark_deliveries(messages, translated.adapter_turns)
                 messages = marked if marked is not None else messages
             rendered, target = await engine.arender(kwargs, messages, state)
-            kwargs["messages"] = rendered.messages
-            dialect = get_dialect(target.dialect)
             if target.dialect == "openai_responses" and target.policy is not TurnPolicy.NONE:
                 ask_for_encrypted_content(kwargs, str(kwargs.get("model") or ""))
-            if dialect.patches_body:
-                state.body_patch = (target.dialect, rendered.messages)
-            elif state.layouts:
-                state.body_patch = (LAYOUT_PATCH, rendered.messages)
-            if dialect.keeps_block_order and needs_thinking_off([kwargs], rendered.messages):
-                self._report.thinking_turned_off(target.dialect)
-                state.layouts, state.body_patch = {}, None
-                state.forget_restored()
-                # LiteLLM's `modify_params` behaviour, for this call only.
-                kwargs["messages"] = [without_thinking_blocks(m) for m in rendered.messages]
-                for name in ("thinking", "reasoning_effort"):
-                    kwargs.pop(name, None)
+            kwargs["messages"] = sync_body.settle(
+                engine, state, target.dialect, rendered.messages, [kwargs], kwargs
+            )
         except Exception as exc:
             self._report.fail("rendering the request", exc)
             state.handled = True

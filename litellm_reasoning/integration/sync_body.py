@@ -93,19 +93,36 @@ def render_before_build(
         state.handled = True
         state.forget_restored()
         return without_turn(messages)
-    out = rendered.messages
-    dialect = get_dialect(target.dialect)
     params = optional_params if isinstance(optional_params, dict) else {}
-    if dialect.keeps_block_order and claude.needs_thinking_off([details, params], out):
-        engine.report.thinking_turned_off(target.dialect)
-        state.layouts = {}
-        state.forget_restored()
-        for name in ("thinking", "reasoning_effort"):  # LiteLLM's `modify_params`, this call
-            params.pop(name, None)
-        return [claude.without_thinking_blocks(m) for m in out]
-    if state.layouts:
-        state.body_patch = (LAYOUT_PATCH, out)
-    return out
+    return settle(engine, state, target.dialect, rendered.messages, [details, params], params)
+
+
+def settle(
+    engine: Engine,
+    state: CallState,
+    dialect_name: str,
+    messages: list[Any],
+    read: Sequence[Any],
+    params: dict[str, Any],
+) -> list[Any]:
+    """A rendered request before LiteLLM builds its body (the deployment hook, and sync calls
+    rendered where the body is built): what the body must get back after LiteLLM's
+    translation, and thinking turned off, for this call only (LiteLLM's `modify_params`: out of
+    `params`), when a Claude tool loop has no block to send (`read`: the request's parameter
+    dicts). The messages to send."""
+    dialect = get_dialect(dialect_name)
+    if dialect.patches_body:
+        state.body_patch = (dialect_name, messages)
+    elif state.layouts:
+        state.body_patch = (LAYOUT_PATCH, messages)
+    if not (dialect.keeps_block_order and claude.needs_thinking_off(read, messages)):
+        return messages
+    engine.report.thinking_turned_off(dialect_name)
+    state.layouts, state.body_patch = {}, None
+    state.forget_restored()
+    for name in ("thinking", "reasoning_effort"):
+        params.pop(name, None)
+    return [claude.without_thinking_blocks(m) for m in messages]
 
 
 def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:

@@ -13,7 +13,13 @@ from typing import Any
 from urllib.parse import unquote
 
 from ._server import ScriptedServer
-from .anthropic_upstream import AnthropicReply, claude_refusal, message_json, sse_from_reply
+from .anthropic_upstream import (
+    AnthropicReply,
+    _pieces,
+    claude_refusal,
+    message_json,
+    sse_from_reply,
+)
 from .aws_eventstream import CONTENT_TYPE, event_stream
 
 SIGNATURE_REFUSAL = (
@@ -143,11 +149,6 @@ def bedrock_refusal(body: dict[str, Any]) -> str | None:
     return None
 
 
-def _pieces(text: str, n: int = 3) -> list[str]:
-    size = max(1, -(-len(text) // n))
-    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
-
-
 def converse_stream(content: list[dict[str, Any]], stop: str) -> bytes:
     """The `converse-stream` events Bedrock sends for a reply of Anthropic `content` blocks:
     reasoning text pieces then its signature, redacted data whole, text pieces, a tool use's
@@ -192,9 +193,23 @@ class _BedrockClaudeServer(ScriptedServer[AnthropicReply]):
         parts = path.split("/")
         return unquote(parts[2]) if len(parts) > 3 and parts[1] == "model" else ""
 
-    def refuse(self, refusal: str) -> tuple[int, str, bytes]:
-        self.refusals.append(refusal)
-        return 400, "application/json", json.dumps({"message": refusal}).encode()
+    def refusal(self, body: dict[str, Any]) -> str | None:
+        """What this route refuses `body` for, in Bedrock's words (strict servers only)."""
+        raise NotImplementedError
+
+    def reply(self, body: dict[str, Any], reply: AnthropicReply) -> tuple[int, str, bytes]:
+        """`reply` in this route's framing (JSON or the AWS event stream)."""
+        raise NotImplementedError
+
+    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
+        refusal = self.refusal(body) if self.strict else None
+        if refusal is None and reply is None:
+            refusal = "no scripted reply"
+        if refusal is not None or reply is None:
+            self.refusals.append(str(refusal))
+            return 400, "application/json", json.dumps({"message": refusal}).encode()
+        self.issued.append(reply.content)
+        return self.reply(body, reply)
 
 
 class BedrockClaudeUpstream(_BedrockClaudeServer):
@@ -204,20 +219,16 @@ class BedrockClaudeUpstream(_BedrockClaudeServer):
     the open tool loop's block, the latest assistant message exactly as it came), with the
     texts Bedrock sends (a ValidationException)."""
 
-    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
-        stream = self.path.endswith("/converse-stream")
-        refusal = bedrock_refusal(body) if self.strict else None
-        if refusal is None and self.strict:
-            found = claude_refusal(as_anthropic(body), self.issued)
-            refusal = None if found is None else MODEL_ERRORS + found
-        if refusal is None and reply is None:
-            refusal = "no scripted reply"
-        if refusal is not None or reply is None:
-            return self.refuse(str(refusal))
-        self.issued.append(reply.content)
-        uses = any(b.get("type") == "tool_use" for b in reply.content)
-        stop = reply.stop_reason or ("tool_use" if uses else "end_turn")
-        if stream:
+    def refusal(self, body: dict[str, Any]) -> str | None:
+        found = bedrock_refusal(body)
+        if found is None:
+            claude = claude_refusal(as_anthropic(body), self.issued)
+            found = None if claude is None else MODEL_ERRORS + claude
+        return found
+
+    def reply(self, body: dict[str, Any], reply: AnthropicReply) -> tuple[int, str, bytes]:
+        stop = message_json("", reply)["stop_reason"]
+        if self.path.endswith("/converse-stream"):
             return 200, CONTENT_TYPE, converse_stream(reply.content, stop)
         message = {"role": "assistant", "content": [converse_block(b) for b in reply.content]}
         payload = {
@@ -247,14 +258,11 @@ class BedrockInvokeClaudeUpstream(_BedrockClaudeServer):
     inside Bedrock's framing and, when `strict`, refuses as Claude does (`claude_refusal`), with
     Bedrock's texts."""
 
-    def answer(self, body: dict[str, Any], reply: AnthropicReply | None) -> tuple[int, str, bytes]:
-        found = claude_refusal(body, self.issued) if self.strict else None
-        refusal = None if found is None else MODEL_ERRORS + found
-        if refusal is None and reply is None:
-            refusal = "no scripted reply"
-        if refusal is not None or reply is None:
-            return self.refuse(str(refusal))
-        self.issued.append(reply.content)
+    def refusal(self, body: dict[str, Any]) -> str | None:
+        found = claude_refusal(body, self.issued)
+        return None if found is None else MODEL_ERRORS + found
+
+    def reply(self, body: dict[str, Any], reply: AnthropicReply) -> tuple[int, str, bytes]:
         model = self.model_of(self.path, body)
         if self.path.endswith("/invoke-with-response-stream"):
             return 200, CONTENT_TYPE, invoke_stream(model, reply)

@@ -342,26 +342,34 @@ def limit(
         and len(blocks) < len(_blocks(messages[i].get("content")))
     ]
     skipped = [i for i in assistant if i <= start and not keeps(policy, i, start, messages[i])]
-    stripped = [i for i in carrying if i in set(skipped)]
-    kept = [i for i in carrying if i not in set(stripped)]
+    skipped_set = set(skipped)
+    stripped = [i for i in carrying if i in skipped_set]
+    kept = [i for i in carrying if i not in skipped_set]
     tokens: dict[int, int] = {}
-    for i in kept:
-        record = record_of_reply(reasoning_blocks(messages[i]), provider=None, model=None)
-        tokens[i] = count(record) if record is not None else 0
+
+    def tokens_of(i: int) -> int:  # counted only where the budget or `saved` needs it
+        if i not in tokens:
+            record = record_of_reply(reasoning_blocks(messages[i]), provider=None, model=None)
+            tokens[i] = count(record) if record is not None else 0
+        return tokens[i]
+
     over: list[int] = []
     if max_tokens is not None:
         required = policy.earlier_turns_required or earlier_required
         droppable = set() if required else {i for i in kept if i <= start}
-        over = over_budget(kept, tokens, max_tokens, droppable)
+        over = over_budget(kept, {i: tokens_of(i) for i in kept}, max_tokens, droppable)
+    over_set = set(over)
     if leading_run:
-        remaining = [i for i in kept if i not in set(over)]
+        remaining = [i for i in kept if i not in over_set]
         more = leading_run_violations(remaining, [*skipped, *over])
         stripped = sorted({*stripped, *(i for i in more if i <= start)})
+    stripped_set = set(stripped)
+    kept_set = set(kept)
     saved = 0
-    for i in sorted({*stripped, *over}):
-        saved += tokens.get(i) or 0
+    for i in sorted(stripped_set | over_set):
+        saved += tokens_of(i) if i in kept_set else 0  # the policy's own strips: not counted
         out[i] = without_reasoning_blocks(messages[i])
-    return Limited(out, stripped, [i for i in over if i not in set(stripped)], saved)
+    return Limited(out, stripped, [i for i in over if i not in stripped_set], saved)
 
 
 def summary_counts(
