@@ -711,7 +711,7 @@ def test_override_in_proxy_config_one_line(monkeypatch: pytest.MonkeyPatch) -> N
 
 # ------------------------------------------------------------------ a long agent session
 
-REALDATA = REPO.parent / "shared" / "realdata"
+CASSETTES = REPO / "cassettes"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
 
@@ -864,16 +864,12 @@ def _claude_replies(turn: int) -> tuple[list[dict[str, Any]], list[dict[str, Any
     turn), then the recorded claude-opus-5 thinking + text reply: real signatures."""
     import yaml
 
-    loop = yaml.safe_load(
-        (REALDATA / "pydantic-ai/test_anthropic/test_anthropic_tool_with_thinking.yaml").read_text()
-    )
-    step = loop["interactions"][0]["response"]["parsed_body"]["content"]
+    loop = yaml.safe_load((CASSETTES / "anthropic_tool_loop.yaml").read_text("utf-8"))
+    step = json.loads(loop["interactions"][0]["response"]["body"]["string"])["content"]
     tool_use = next(b for b in step if b["type"] == "tool_use")
     tool_use = {**tool_use, "id": f"{tool_use['id']}_t{turn}"}
     thinking = [b for b in step if b["type"] == "thinking"]
-    opus = json.loads(
-        (REALDATA / "vercel-ai/anthropic/anthropic-claude-opus-5-reasoning-high.1.json").read_text()
-    )
+    opus = json.loads((CASSETTES / "anthropic_opus5_reasoning_reply.json").read_text("utf-8"))
     answer = [b for b in opus["content"] if b["type"] in ("thinking", "text")]
     return [*thinking, tool_use], answer
 
@@ -882,7 +878,6 @@ def _claude_block_tokens(block: dict[str, Any]) -> int:
     return math.ceil((len(block["thinking"]) + len(block["signature"])) / 4)
 
 
-@pytest.mark.skipif(not REALDATA.exists(), reason="shared real recordings not present")
 @pytest.mark.parametrize(
     ("model", "settings", "policy"),
     [

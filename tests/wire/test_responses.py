@@ -34,7 +34,6 @@ from litellm_reasoning.wire.openai_responses.input_items import (
     wanted,
 )
 
-REALDATA = REPO.parent / "shared" / "realdata" / "pydantic-ai" / "test_openai_responses"
 CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
 
