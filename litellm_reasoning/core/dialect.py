@@ -10,25 +10,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from .extract import BLOCK_TYPES
+from .extract import BLOCK_TYPES, CARRIER_KEYS, carries_nothing
 from .reasoning import Reasoning
 
 if TYPE_CHECKING:
     from .render import Rendered
 
-REASONING_KEYS = frozenset(
-    {
-        "reasoning_content",
-        "reasoning",
-        "thinking",
-        "thinking_blocks",
-        "reasoning_items",
-        "reasoning_details",
-        # LiteLLM-internal response carrier (thinking blocks, thought signatures, reasoning
-        # details); LiteLLM forwards it verbatim to OpenAI-compatible servers, which reject it.
-        "provider_specific_fields",
-    }
-)
+REASONING_KEYS = CARRIER_KEYS
 """Message keys that hold reasoning in some provider's or LiteLLM's format."""
 
 
@@ -130,6 +118,8 @@ class Dialect(Protocol):
 
 def strip_reasoning(message: dict[str, Any]) -> dict[str, Any]:
     """A copy of `message` without any reasoning field, inline thinking block or tool-call extra."""
+    if carries_nothing(message):
+        return dict(message)  # in C: nothing to take out
     out = {key: value for key, value in message.items() if key not in REASONING_KEYS}
     calls = out.get("tool_calls")
     if isinstance(calls, list) and any(

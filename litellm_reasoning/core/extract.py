@@ -177,6 +177,37 @@ def inline_blocks(content: Any) -> list[dict[str, Any]]:
     return [part for part in content if isinstance(part, dict) and part.get("type") in BLOCK_TYPES]
 
 
+CARRIER_KEYS = frozenset(
+    {
+        *TEXT_FIELDS,
+        "thinking_blocks",
+        "reasoning_items",
+        "reasoning_details",
+        # LiteLLM-internal response carrier (thinking blocks, thought signatures, reasoning
+        # details); LiteLLM forwards it verbatim to OpenAI-compatible servers, which reject it.
+        "provider_specific_fields",
+    }
+)
+"""Message keys that hold reasoning in some provider's or LiteLLM's format."""
+
+
+def carries_nothing(message: dict[str, Any]) -> bool:
+    """True when no field of `message` can hold reasoning (most messages of a history from a
+    client that drops it): checked in C but for the tool calls."""
+    if not message.keys().isdisjoint(CARRIER_KEYS) or type(message.get("content")) is list:
+        return False
+    calls = message.get("tool_calls")
+    if not calls or type(calls) is not list:
+        return True
+    for call in calls:
+        if type(call) is not dict or "provider_specific_fields" in call:
+            return False
+        function = call.get("function")
+        if type(function) is dict and "provider_specific_fields" in function:
+            return False
+    return True
+
+
 def reasoning_from_message(
     message: dict[str, Any], *, provider: str | None = None, model: str | None = None
 ) -> Reasoning | None:
@@ -185,6 +216,8 @@ def reasoning_from_message(
     Structured forms win over plain text: plain `reasoning_content` is LiteLLM's concatenation of
     the same thinking blocks, so reading both would duplicate it.
     """
+    if carries_nothing(message):
+        return None
     psf = message.get("provider_specific_fields")
     psf = psf if isinstance(psf, dict) else {}
     parts: tuple[ReasoningPart, ...] = ()

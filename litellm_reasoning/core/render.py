@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from itertools import islice
+from operator import is_
 from typing import Any
 
 from .dialect import Dialect
@@ -175,13 +177,15 @@ def _fresh(value: Any) -> Any:
 def _added_fields(base: dict[str, Any], out: dict[str, Any]) -> tuple[How, dict[str, Any]]:
     """How `out` was made from `base`: `base` itself, or `base` plus fields appended after it
     (`base`'s values untouched, in order), or something else (`_CALL`)."""
-    if len(out) < len(base):
+    size = len(base)
+    if len(out) < size:
         return _CALL, {}
-    rest = iter(out.items())
-    for (key, value), (out_key, out_value) in zip(base.items(), rest, strict=False):
-        if key != out_key or value is not out_value:
-            return _CALL, {}
-    extra = dict(rest)
+    # in C: the same keys in the same order, then the very same values
+    if list(islice(out, size)) != list(base) or not all(
+        map(is_, islice(out.values(), size), base.values())
+    ):
+        return _CALL, {}
+    extra = dict(islice(out.items(), size, None))
     if not extra:
         return _SAME, extra
     if all(isinstance(v, _IMMUTABLE) for v in extra.values()):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import identity
+from ..core.extract import carries_nothing
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
 from ..core.turns import TURN_KEY
@@ -252,35 +253,40 @@ class PrefixCache:
         place (a refreshed system prompt shifts nothing) reuses its canonical bytes, reasoning
         and recipe; its digest and key too while every message before it matched."""
         messages = history.messages
+        before = min(len(earlier.copies), len(messages)) if earlier is not None else start
+        if earlier is not None and start < before:
+            PrefixCache._walk_beside(history, earlier, start, before)
+        PrefixCache._walk_new(history, max(start, before))
+
+    @staticmethod
+    def _walk_beside(history: History, earlier: History, start: int, end: int) -> None:
+        """Messages `start` to `end` (exclusive), which the earlier request also had a message
+        at: reused where equal."""
+        messages = history.messages
         previous = history.digest
         total = history.size
-        before = len(earlier.copies) if earlier is not None else 0
-        unsure = set(earlier.unsure) if earlier is not None else set()
-        chained = earlier is not None
-        for index in range(start, len(messages)):
+        unsure = set(earlier.unsure)
+        chained = True
+        for index in range(start, end):
             message = messages[index]
-            reuse = (
-                earlier is not None
-                and index < before
-                and index not in unsure
-                and _equal(message, earlier.copies[index])
-            )
-            if reuse and earlier is not None:
+            reuse = index not in unsure and _equal(message, earlier.copies[index])
+            decided = True
+            if reuse:
                 shape = earlier.shapes[index]
                 copy = earlier.copies[index]
                 size = earlier.sizes[index] - (earlier.sizes[index - 1] if index else 0)
                 own = earlier.owns[index]
                 recipe = earlier.recipes[index]
             else:
-                shape = identity.canonical(message)
+                shape, decided = identity.canonical_decided(message)
                 copy, size = _copy(message)
                 size += len(shape) + _OVERHEAD
                 own = None
                 if isinstance(message, dict) and message.get("role") == "assistant":
                     own = _own(message)
                 recipe = None
-            chained = chained and index < before and earlier.shapes[index] == shape  # type: ignore[union-attr]
-            if chained and earlier is not None:
+            chained = chained and earlier.shapes[index] == shape
+            if chained:
                 previous = earlier.digests[index]
                 history.keys.append(earlier.keys[index])
             else:
@@ -293,18 +299,70 @@ class PrefixCache:
             history.sizes.append(total)
             history.owns.append(own)
             history.recipes.append(recipe)
-            if isinstance(message, dict) and TURN_KEY in message:
-                history.flagged.append(index)
-            if isinstance(message, dict) and message.get("role") == "user":
-                history.users.append(index)
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                history.assistant.append(index)
-                if own is not None and any(part.details for part in own.parts):
-                    history.detailed.append(index)
-                    if reuse:
-                        history.owns[index] = _own(message)
-            if not reuse and not identity.equality_decides(message):
+            if isinstance(message, dict):
+                if TURN_KEY in message:
+                    history.flagged.append(index)
+                role = message.get("role")
+                if role == "user":
+                    history.users.append(index)
+                elif role == "assistant":
+                    history.assistant.append(index)
+                    if own is not None and any(part.details for part in own.parts):
+                        history.detailed.append(index)
+                        if reuse:
+                            history.owns[index] = _own(message)
+            if not decided:
                 history.unsure.append(index)
+
+    @staticmethod
+    def _walk_new(history: History, start: int) -> None:
+        """Messages from `start` on, which no earlier request had (all of a cold request):
+        the per-message cost of a request on a process that never saw its conversation, so
+        kept to one canonical encoding, one chained hash and one C copy per message."""
+        messages = history.messages
+        previous = history.digest
+        total = history.size
+        copies, shapes, digests = history.copies, history.shapes, history.digests
+        sizes, owns, keys = history.sizes, history.owns, history.keys
+        users, assistant, flagged = history.users, history.assistant, history.flagged
+        canonical_decided, chain = identity.canonical_decided, identity.chain
+        dumps, loads = marshal.dumps, marshal.loads
+        for index in range(start, len(messages)):
+            message = messages[index]
+            shape, decided = canonical_decided(message)
+            previous = chain(previous, shape)
+            own = None
+            if type(message) is dict:
+                try:
+                    data = dumps(message)
+                    copy = loads(data)
+                    total += len(data) + len(shape) + _OVERHEAD
+                except (ValueError, RecursionError):
+                    copy = _UNEQUAL
+                    total += len(shape) + _OVERHEAD
+                role = message.get("role")
+                if role == "assistant":
+                    assistant.append(index)
+                    if not carries_nothing(message):
+                        own = _own(message)
+                        if own is not None and any(part.details for part in own.parts):
+                            history.detailed.append(index)
+                elif role == "user":
+                    users.append(index)
+                if TURN_KEY in message:
+                    flagged.append(index)
+            else:
+                copy = _UNEQUAL
+                total += len(shape) + _OVERHEAD
+            if not decided:
+                history.unsure.append(index)
+            copies.append(copy)
+            shapes.append(shape)
+            digests.append(previous)
+            sizes.append(total)
+            owns.append(own)
+            keys.append(None)
+        history.recipes.extend([None] * (len(messages) - len(history.recipes)))
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""

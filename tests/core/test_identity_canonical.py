@@ -1,0 +1,121 @@
+"""`identity.canonical`'s fast path (plain strings written with C quoting) writes exactly the
+bytes of the general encoding, for every message: stored keys depend on them
+(tests/core/test_golden_keys.py pins the values release 0.1.0 wrote). `canonical_decided` also
+says exactly what `equality_decides` says (what the prefix cache trusts `==` for)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from litellm_reasoning.core import identity
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
+
+# Unicode of every kind JSON must escape or keep: quotes, backslashes, control characters,
+# non-ASCII, and LiteLLM's Gemini signature separator inside ids.
+text = st.one_of(
+    st.text(max_size=12),
+    st.sampled_from(
+        ["", '"', "\\", "\n\t\x00\x1f", "é€😀", "call_1__thought__c2ln", "__thought__"]
+    ),
+)
+odd = st.sampled_from([1, 1.0, True, False, 0, None, ["x"], {"a": 1}])
+part = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.one_of(text, odd)}),
+    st.fixed_dictionaries({"type": st.just("text")}),
+    st.fixed_dictionaries(
+        {"type": st.sampled_from(["thinking", "redacted_thinking"]), "thinking": text}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("image_url"), "image_url": st.just({"url": "u"})},
+        optional={"cache_control": st.just({"type": "ephemeral"})},
+    ),
+    text,
+    odd,
+)
+call = st.one_of(
+    st.fixed_dictionaries(
+        {
+            "id": st.one_of(text, odd),
+            "type": st.just("function"),
+            "function": st.one_of(
+                st.fixed_dictionaries({"name": st.one_of(text, odd), "arguments": text}),
+                odd,
+            ),
+        }
+    ),
+    odd,
+)
+message = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.one_of(st.sampled_from(["user", "assistant", "tool", "system", ""]), odd),
+        "content": st.one_of(st.none(), text, st.lists(part, max_size=4), odd),
+        "tool_calls": st.one_of(st.lists(call, max_size=3), odd),
+        "tool_call_id": st.one_of(text, odd),
+        "reasoning_content": text,
+        "turn": st.booleans(),
+    },
+)
+
+
+def _outcome(encode: Any, value: Any) -> bytes | str:
+    try:
+        out: bytes = encode(value)
+    except Exception as exc:  # both paths must fail alike too
+        return type(exc).__name__
+    return out
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(message, odd, text))
+def test_fast_path_writes_the_general_bytes(value: Any) -> None:
+    assert _outcome(identity.canonical, value) == _outcome(identity._general, value)
+    shape = _outcome(identity._general, value)
+    if isinstance(shape, bytes):
+        assert identity.canonical_decided(value) == (shape, identity.equality_decides(value))
+
+
+def test_plain_messages_take_the_fast_path() -> None:
+    """The messages of an agent loop are written without the general encoder (what makes a
+    cold request cheap); the pinned bytes are those of release 0.1.0."""
+    calls = 0
+    general = identity._general
+
+    def counting(value: Any) -> bytes:
+        nonlocal calls
+        calls += 1
+        return general(value)
+
+    messages = [
+        {"role": "system", "content": "sys"},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "hi "}, {"type": "text", "text": "é"}],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_content": "r",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "ok"},
+    ]
+    identity._general = counting  # type: ignore[assignment]
+    try:
+        shapes = [identity.canonical(m) for m in messages]
+    finally:
+        identity._general = general  # type: ignore[assignment]
+    assert calls == 0
+    assert shapes == [
+        b'["system",["sys"],[],""]',
+        '["user",["hi é"],[],""]'.encode(),
+        b'["assistant",[],[["c1","f"]],""]',
+        b'["tool",["ok"],[],"c1"]',
+    ]
