@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the project and run its tests, exactly as CI does.
 #   1. LiteLLM 1.106.12 with the proxy extra (pinned by constraints/proxy-1.106.12.txt): every test,
-#      including the real `litellm` proxy process and the Redis-backed store tests.
+#      including the real `litellm` proxy process and the Redis-backed store tests, but `once`.
 #   2. LiteLLM 1.108.7 with the proxy extra (what `pip install 'litellm-reasoning[proxy]'` resolves
-#      today, the 1.108 long-term-support line; constraints/proxy-1.108.7.txt): every test.
+#      today, the 1.108 long-term-support line; constraints/proxy-1.108.7.txt): every test but
+#      the `once` tests that do not start the proxy.
 #   3. The newest supported SDK, LiteLLM 1.110.2: every test that does not start the proxy.
 # Each set lives in its own venv under .venvs/ (re-used when present, so a re-run is quick); the
 # three run side by side, and their output is printed one after the other.
@@ -44,18 +45,21 @@ run_line() {  # venv pytest-args...
   .venvs/$venv/bin/python -m pytest -q -p no:cacheprovider \
     --junitxml=.venvs/reports/$venv.xml "$@" >.venvs/reports/$venv.log 2>&1
 }
-run_line proxy-1.106.12 "$@" &
+# Tests marked `once` do not depend on the LiteLLM version (the pure core, the store contract,
+# packaging, the bench's smoke run): each runs on one line, those needing the proxy on 1.108.7,
+# the others on 1.110.2; everything else runs on every line it can.
+run_line proxy-1.106.12 -m "not once" "$@" &
 pid_106=$!
-run_line proxy-1.108.7 "$@" &
+run_line proxy-1.108.7 -m "not once or proxy" "$@" &
 pid_108=$!
 run_line sdk-1.110.2 -m "not proxy" "$@" &
 pid_110=$!
 status=0
 wait $pid_106 || status=$?
-echo "== LiteLLM 1.106.12 (with proxy): all tests"
+echo "== LiteLLM 1.106.12 (with proxy): all tests but those marked once"
 cat .venvs/reports/proxy-1.106.12.log
 wait $pid_108 || status=$?
-echo "== LiteLLM 1.108.7 (with proxy): all tests"
+echo "== LiteLLM 1.108.7 (with proxy): all tests but the once tests without the proxy"
 cat .venvs/reports/proxy-1.108.7.log
 wait $pid_110 || status=$?
 echo "== LiteLLM 1.110.2 (SDK): all tests but the proxy process"

@@ -20,6 +20,8 @@ from litellm_reasoning.core.turns import current_turn_start, starts_turn
 from litellm_reasoning.stores import MemoryStore, store_from_url
 from litellm_reasoning.wire import get_dialect
 
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
+
 SEED = REPO.parent / "shared" / "seeds" / "reasoning-cases.json"
 REPO_SEED = REPO / "conformance" / "seed-reasoning.json"
 

@@ -5,10 +5,14 @@ tests/stores/test_rolling_upgrade.py runs the previous release's code against th
 
 from __future__ import annotations
 
+import pytest
+
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import _codec
 from litellm_reasoning.stores._base import scope_id
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 MESSAGES = [
     {"role": "system", "content": "sys"},

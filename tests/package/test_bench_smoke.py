@@ -18,12 +18,14 @@ TITLES = {
     "e2e": "## End to end in LiteLLM",
     "stores": "## Store round trips",
     "proxy": "## Proxy throughput",
+    "workers": "## Proxy workers and Redis",
     "tokens": "## Tokens and prompt-cache prefix",
     "profile": "## Profile of the hot paths",
 }
 
 
 @pytest.mark.proxy  # the proxy section starts the real `litellm` proxy
+@pytest.mark.once  # a tool's smoke run: one LiteLLM line is enough
 def test_bench_quick_run_writes_every_section(tmp_path: Path) -> None:
     out = tmp_path / "results.md"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}

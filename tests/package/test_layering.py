@@ -15,7 +15,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import litellm_reasoning
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 PACKAGE = Path(litellm_reasoning.__file__).resolve().parent
 

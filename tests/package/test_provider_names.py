@@ -9,7 +9,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 import litellm_reasoning
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 PACKAGE = Path(litellm_reasoning.__file__).resolve().parent
 PROVIDER = re.compile(

@@ -13,6 +13,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import pytest
 from paths import REPO
 
 import litellm_reasoning
@@ -150,6 +151,7 @@ def test_version_and_module_entry_point() -> None:
         assert done.stdout.strip() == f"litellm-reasoning {litellm_reasoning.__version__}"
 
 
+@pytest.mark.once  # packaging: the same wheel whatever LiteLLM
 def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) -> None:
     # Built as a user's pip builds it: in isolation, with the build backend pyproject names.
     done = subprocess.run(

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from paths import REPO
 
 from litellm_reasoning.core.targets import providers_markdown
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 README = REPO / "README.md"
 

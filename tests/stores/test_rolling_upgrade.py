@@ -32,6 +32,8 @@ import litellm
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
+
 url, phase, tag = sys.argv[1], sys.argv[2], sys.argv[3]
 call = {"id": "call_" + tag, "type": "function", "function": {"name": "f", "arguments": "{}"}}
 history = [
