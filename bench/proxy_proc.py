@@ -38,6 +38,19 @@ class Proxy:
         fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
         return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
+    def group_cpu_seconds(self) -> float:
+        """User + system CPU time so far of every live process of the proxy's process group
+        (its workers too: the proxy runs in a session of its own)."""
+        total = 0
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rsplit(")", 1)[1].split()
+            except OSError:  # ended meanwhile
+                continue
+            if int(fields[2]) == self.pid:  # the process group id
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
 
 def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -59,8 +72,13 @@ class ProxyProcess:
     start side by side."""
 
     def __init__(
-        self, config: Mapping[str, Any], workdir: Path, env: Mapping[str, str] | None = None
+        self,
+        config: Mapping[str, Any],
+        workdir: Path,
+        env: Mapping[str, str] | None = None,
+        num_workers: int = 1,
     ) -> None:
+        self.num_workers = num_workers
         workdir.mkdir(parents=True, exist_ok=True)
         self.config_path = workdir / "config.yaml"
         self.config_path.write_text(yaml.safe_dump(dict(config), sort_keys=False))
@@ -83,6 +101,8 @@ class ProxyProcess:
         litellm_cli = Path(sys.executable).parent / "litellm"
         command = [str(litellm_cli), "--config", str(self.config_path), "--port", str(self.port)]
         command += ["--host", "127.0.0.1"]
+        if self.num_workers > 1:
+            command += ["--num_workers", str(self.num_workers)]
         self.started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(
@@ -100,7 +120,9 @@ class ProxyProcess:
         assert self.process is not None
         url = f"http://127.0.0.1:{self.port}"
         deadline = self.started + timeout
-        while not _live(url):
+        while not _live(url) or (
+            self.log_path.read_bytes().count(b"Application startup complete") < self.num_workers
+        ):
             if self.process.poll() is not None or time.monotonic() > deadline:
                 tail = "\n".join(self.log_path.read_text(errors="replace").splitlines()[-30:])
                 raise RuntimeError(f"the litellm proxy did not start; log tail:\n{tail}")
@@ -123,12 +145,14 @@ class ProxyProcess:
 
 
 @contextlib.contextmanager
-def proxies(specs: Mapping[str, ProxyProcess]) -> Iterator[dict[str, Proxy]]:
+def proxies(
+    specs: Mapping[str, ProxyProcess], timeout: float = 120.0
+) -> Iterator[dict[str, Proxy]]:
     """Start every proxy at once, wait for all, stop all afterwards."""
     try:
         for spec in specs.values():
             spec.start()
-        yield {name: spec.wait_ready() for name, spec in specs.items()}
+        yield {name: spec.wait_ready(timeout) for name, spec in specs.items()}
     finally:
         for spec in specs.values():
             spec.stop()

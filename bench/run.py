@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results.md"
 README = HERE / "README.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-SECTIONS = ("rewrite", "e2e", "stores", "proxy", "tokens", "profile")
+SECTIONS = ("rewrite", "e2e", "stores", "proxy", "workers", "tokens", "profile")
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,11 @@ class Sizes:
     proxy_concurrency: int
     proxy_seconds: float
     proxy_rounds: int
+    workers: int
+    workers_history: int
+    workers_clients: int
+    workers_seconds: float
+    workers_rounds: int
     token_turns: int
     profile_size: int
     profile_reps: int
@@ -60,6 +65,11 @@ FULL = Sizes(
     proxy_concurrency=8,
     proxy_seconds=5.0,
     proxy_rounds=4,
+    workers=4,
+    workers_history=1000,
+    workers_clients=8,
+    workers_seconds=10.0,
+    workers_rounds=2,
     token_turns=12,
     profile_size=1000,
     profile_reps=30,
@@ -76,6 +86,11 @@ QUICK = Sizes(
     proxy_concurrency=2,
     proxy_seconds=0.5,
     proxy_rounds=1,
+    workers=1,
+    workers_history=20,
+    workers_clients=2,
+    workers_seconds=0.5,
+    workers_rounds=1,
     token_turns=2,
     profile_size=50,
     profile_reps=3,
@@ -90,6 +105,7 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
     import sec_rewrite
     import sec_stores
     import sec_tokens
+    import sec_workers
 
     return {
         "rewrite": lambda: sec_rewrite.run(
@@ -98,6 +114,9 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
         "e2e": lambda: sec_e2e.run(s.e2e_history, s.e2e_repeat),
         "stores": lambda: sec_stores.run(s.store_counts, s.store_repeat),
         "proxy": lambda: sec_proxy.run(s.proxy_concurrency, s.proxy_seconds, s.proxy_rounds),
+        "workers": lambda: sec_workers.run(
+            s.workers, s.workers_history, s.workers_clients, s.workers_seconds, s.workers_rounds
+        ),
         "tokens": lambda: sec_tokens.run(s.token_turns),
         "profile": lambda: sec_profile.run(
             out_dir, s.profile_size, s.profile_reps, s.profile_e2e_reps

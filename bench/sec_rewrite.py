@@ -51,9 +51,15 @@ def hook_kwargs(messages: list[Any], api_base: str = "http://127.0.0.1:9/v1") ->
     }
 
 
-def prime_store(cb: ReasoningCallback, messages: list[Any], reasoning: dict[int, str]) -> int:
-    """Put each assistant message's reasoning where the callback will look it up."""
-    request = cb.engine.prepare(hook_kwargs(messages), messages)
+def prime_store(
+    cb: ReasoningCallback,
+    messages: list[Any],
+    reasoning: dict[int, str],
+    kwargs: dict[str, Any] | None = None,
+) -> int:
+    """Put each assistant message's reasoning where the callback will look it up for a call
+    with `kwargs` (default `hook_kwargs`: what decides the scope and the target)."""
+    request = cb.engine.prepare(kwargs or hook_kwargs(messages), messages)
     records = {
         key: Reasoning(parts=(ReasoningPart(text=reasoning[i]),), provider="deepseek")
         for i, key in request.keys.items()

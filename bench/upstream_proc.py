@@ -16,6 +16,7 @@ would hide what LiteLLM and the callback cost. The benchmark's server turns Nagl
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
 import socket
@@ -41,6 +42,25 @@ def no_delay(server: Any) -> Any:
     return server
 
 
+def report_restored(server: Any) -> None:
+    """Answer with the scripted reply, its `content` replaced by `"<with reasoning>/<assistant
+    messages>"` of the request (what the client learns of the restoring without reading the
+    server's memory), and keep no request bodies (long histories under load)."""
+    answer = server.answer
+
+    def reporting(body: dict[str, Any], reply: Any) -> tuple[int, str, bytes]:
+        server.received.clear()
+        messages = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+        carried = sum(1 for m in messages if m.get("reasoning_content"))
+        if reply is not None and reply.message is not None:
+            content = f"{carried}/{len(messages)}"
+            reply = dataclasses.replace(reply, message={**reply.message, "content": content})
+        status, content_type, data = answer(body, reply)
+        return status, content_type, data
+
+    server.answer = reporting
+
+
 def main(spec_path: str) -> None:
     from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
     from litellm_reasoning.testing.upstream import Reply, Upstream
@@ -55,6 +75,8 @@ def main(spec_path: str) -> None:
         server = Upstream()
         for model, message in spec.get("always", {}).items():
             server.always(model, Reply(message=message))
+    if spec.get("report"):
+        report_restored(server)
     with no_delay(server):
         print(f"READY {server.base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
@@ -62,11 +84,14 @@ def main(spec_path: str) -> None:
 
 
 @contextlib.contextmanager
-def upstream_process(always: dict[str, Any], kind: str = "openai") -> Iterator[str]:
-    """Start the server process; yield its base_url; stop it afterwards."""
+def upstream_process(
+    always: dict[str, Any], kind: str = "openai", *, report: bool = False
+) -> Iterator[str]:
+    """Start the server process; yield its base_url; stop it afterwards. `report`: see
+    `report_restored`."""
     with tempfile.TemporaryDirectory(prefix="bench-upstream-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"kind": kind, "always": always}))
+        spec.write_text(json.dumps({"kind": kind, "always": always, "report": report}))
         process = subprocess.Popen(
             [sys.executable, __file__, str(spec)],
             stdin=subprocess.PIPE,

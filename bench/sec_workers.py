@@ -1,0 +1,325 @@
+"""The cold path where it is common: the real proxy with 4 workers and the Redis store, long agent
+histories from a client that drops reasoning, every request on a new connection (so the kernel
+hands it to any worker: three requests in four land on a worker that did not serve the
+conversation's previous one). With / without the callback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+from common import (
+    TOOLS,
+    Section,
+    agent_history,
+    fmt_ms,
+    fmt_ratio,
+    median,
+    percentile,
+    verdict,
+)
+from proxy_proc import Proxy, ProxyProcess, proxies
+from sec_rewrite import prime_store
+from upstream_proc import upstream_process
+
+from litellm_reasoning import ReasoningCallback
+
+MODEL = "deepseek/deepseek-v4-flash"
+"""DeepSeek with tools: every assistant message is looked up and restored (as in `rewrite`)."""
+
+REDIS = "redis://127.0.0.1:6379/0"
+
+ARMS = ("without", "with")
+
+# The upstream's reply: a tool call with reasoning (captured by the callback, dropped by the
+# client); its content is replaced by the upstream with "<with reasoning>/<assistant messages>".
+REPLY = {
+    "content": "",
+    "reasoning_content": "Read the next file before editing anything.",
+    "tool_calls": [
+        {
+            "id": "call_next",
+            "type": "function",
+            "function": {"name": TOOLS[0]["function"]["name"], "arguments": '{"path": "p.py"}'},
+        }
+    ],
+}
+
+
+MASTER_KEY_HASH = "litellm_proxy_master_key"
+"""What the proxy puts in `user_api_key_hash` for a call made with its master key (LiteLLM's
+constant, not a hash): the scope of every call the bench makes."""
+
+
+def _scope_kwargs(messages: list[Any]) -> dict[str, Any]:
+    """What the proxy hands the deployment hook for a call made with its master key, as far as
+    keys depend on it: the scope is the namespace and the key."""
+    return {
+        "model": MODEL,
+        "api_base": "http://127.0.0.1:9",
+        "api_key": "x",
+        "litellm_call_id": str(uuid.uuid4()),
+        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
+        "metadata": {"user_api_key_hash": MASTER_KEY_HASH},
+        "messages": messages,
+        "tools": TOOLS,
+    }
+
+
+def _prime(store_url: str, histories: list[tuple[list[Any], dict[int, str]]]) -> int:
+    """Write each history's reasoning where the proxy's callback looks it up (the proxy's own
+    key material, computed in this process)."""
+    cb = ReasoningCallback(store_url)
+    try:
+        return sum(prime_store(cb, m, r, _scope_kwargs(m)) for m, r in histories)
+    finally:
+        cb.store.close()
+
+
+async def _load(
+    proxy: Proxy, histories: list[list[Any]], seconds: float
+) -> tuple[list[float], int, int, int]:
+    """One client per history, each continuing its agent loop (its request = its history so
+    far; the reply, as a dropping client keeps it, and a tool result appended after each) on a
+    new connection per request, for `seconds`. Returns (latencies, errors, assistant messages
+    sent, of them with reasoning on the wire)."""
+    latencies: list[float] = []
+    errors = sent = carried = 0
+    headers = {"authorization": f"Bearer {proxy.master_key}", "content-type": "application/json"}
+    limits = httpx.Limits(max_keepalive_connections=0)  # a new connection, any worker
+    async with httpx.AsyncClient(limits=limits, timeout=60.0, trust_env=False) as client:
+        deadline = time.perf_counter() + seconds
+
+        async def agent(history: list[Any]) -> None:
+            nonlocal errors, sent, carried
+            step = 0
+            while time.perf_counter() < deadline:
+                body = json.dumps({"model": "agent", "messages": history, "tools": TOOLS})
+                start = time.perf_counter()
+                response = await client.post(
+                    proxy.url + "/v1/chat/completions", content=body, headers=headers
+                )
+                elapsed = time.perf_counter() - start
+                if response.status_code != 200:
+                    errors += 1
+                    continue
+                latencies.append(elapsed)
+                message = response.json()["choices"][0]["message"]
+                have, total = (int(x) for x in str(message.get("content")).split("/"))
+                carried, sent = carried + have, sent + total
+                step += 1
+                calls = message["tool_calls"]
+                history += [
+                    {"role": "assistant", "content": message["content"], "tool_calls": calls},
+                    {"role": "tool", "tool_call_id": calls[0]["id"], "content": f"step {step}"},
+                ]
+
+        await asyncio.gather(*(agent(h) for h in histories))
+    return latencies, errors, sent, carried
+
+
+def run(workers: int, history: int, clients: int, seconds: float, rounds: int) -> Section:
+    section = Section(
+        "workers", f"Proxy workers and Redis: the cold path ({workers} per proxy, with vs without)"
+    )
+    prefix = f"bench-{uuid.uuid4().hex[:8]}:"
+    # one tenant (the master key) holds every agent's records: above the default cap of 10 000
+    store_url = f"{REDIS}?prefix={prefix}&max_records=1000000"
+    try:
+        import redis
+
+        redis.Redis.from_url(REDIS).ping()
+    except Exception as exc:  # no server: reported, not failed
+        section.note(f"skipped: no Redis at {REDIS} ({type(exc).__name__})")
+        section.summary.append(
+            ("proxy, 4 workers: CPU / request with / without", "n/a", "<= 1.05x", "n/a")
+        )
+        return section
+    with (
+        upstream_process({MODEL.split("/", 1)[1]: REPLY}, report=True) as base_url,
+        tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp,
+    ):
+        model_list = [
+            {
+                "model_name": "agent",
+                "litellm_params": {"model": MODEL, "api_base": base_url, "api_key": "x"},
+            }
+        ]
+        specs = {
+            "without": ProxyProcess(
+                {"model_list": model_list}, Path(tmp) / "without", num_workers=workers
+            ),
+            "with": ProxyProcess(
+                {
+                    "model_list": model_list,
+                    "litellm_settings": {"callbacks": "litellm_reasoning.callback"},
+                },
+                Path(tmp) / "with",
+                env={"LITELLM_REASONING_STORE": store_url},
+                num_workers=workers,
+            ),
+        }
+        try:
+            with proxies(specs, timeout=600.0) as running:
+                section.note(
+                    "proxy startup: "
+                    + ", ".join(f"{k} {p.startup_seconds:.1f} s" for k, p in running.items())
+                )
+                results = _measure(running, history, clients, seconds, rounds, store_url)
+        finally:
+            _forget(prefix)
+    return _report(section, results, workers, history, clients, seconds, rounds)
+
+
+def _measure(
+    running: dict[str, Proxy],
+    size: int,
+    clients: int,
+    seconds: float,
+    rounds: int,
+    store_url: str,
+) -> dict[str, dict[str, Any]]:
+    results: dict[str, dict[str, Any]] = {
+        k: {"lat": [], "err": 0, "ok": 0, "cpu": 0.0, "elapsed": 0.0, "sent": 0, "carried": 0}
+        for k in running
+    }
+    for name in ARMS:
+        # Every worker's first calls (LiteLLM's clients, the store's connection) are not measured.
+        warm = [agent_history(6, seed=f"warm-{name}-{c}")[0] for c in range(clients * 2)]
+        asyncio.run(_load(running[name], warm, 3.0))
+    for r in range(rounds):
+        for name in ARMS if r % 2 == 0 else ARMS[::-1]:
+            proxy = running[name]
+            # New conversations each round: none is remembered by any worker yet.
+            histories = [
+                agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}")
+                for c in range(clients)
+            ]
+            if name == "with":
+                _prime(store_url, histories)
+            cpu = proxy.group_cpu_seconds()
+            start = time.perf_counter()
+            lat, err, sent, carried = asyncio.run(
+                _load(proxy, [list(h) for h, _ in histories], seconds)
+            )
+            res = results[name]
+            res["elapsed"] += time.perf_counter() - start
+            res["cpu"] += proxy.group_cpu_seconds() - cpu
+            res["lat"] += lat
+            res["ok"] += len(lat)
+            res["err"] += err
+            res["sent"] += sent
+            res["carried"] += carried
+            print(f"  workers {name} round {r}: {len(lat)} requests, {err} errors", flush=True)
+    return results
+
+
+def _forget(prefix: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(REDIS)
+    keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+    for start in range(0, len(keys), 500):
+        client.delete(*keys[start : start + 500])
+
+
+def _report(
+    section: Section,
+    results: dict[str, dict[str, Any]],
+    workers: int,
+    size: int,
+    clients: int,
+    seconds: float,
+    rounds: int,
+) -> Section:
+    rate = {k: r["ok"] / r["elapsed"] if r["elapsed"] else float("nan") for k, r in results.items()}
+    cpu = {k: r["cpu"] / max(r["ok"], 1) for k, r in results.items()}
+    p50 = {k: median(r["lat"]) for k, r in results.items()}
+    rows = [
+        [
+            {"without": "no callback", "with": "with the callback (Redis store)"}[k],
+            f"{rate[k]:.1f}",
+            fmt_ms(p50[k]),
+            fmt_ms(percentile(r["lat"], 99)),
+            fmt_ms(cpu[k]),
+            f"{r['carried']}/{r['sent']}",
+            str(r["ok"]),
+            str(r["err"]),
+        ]
+        for k, r in results.items()
+    ]
+    cpu_ratio = cpu["with"] / cpu["without"]
+    added = p50["with"] - p50["without"]
+    rps_ratio = rate["with"] / rate["without"]
+    rows.append(
+        [
+            "with / without",
+            fmt_ratio(rps_ratio),
+            f"+{added * 1000:.2f} ms",
+            "",
+            fmt_ratio(cpu_ratio),
+            "",
+            "",
+            "",
+        ]
+    )
+    section.table(
+        [
+            "proxy",
+            "req/s",
+            "p50",
+            "p99",
+            "CPU / request (all workers)",
+            "assistant messages with reasoning on the wire",
+            "requests",
+            "errors",
+        ],
+        rows,
+    )
+    w = results["with"]
+    restored_all = w["sent"] > 0 and w["carried"] == w["sent"]
+    section.note(
+        f"{workers} workers per proxy, {clients} agents each continuing its own {size}-message "
+        f"history (agent tool loop, DeepSeek with tools, reasoning dropped by the client; "
+        f"reasoning primed in Redis for the history, captured live for each new reply), a new "
+        f"connection per request (any worker answers), {rounds} rounds of {seconds:g} s per "
+        f"proxy, the two proxies in turn; new conversations every round. CPU: every process of "
+        f"the proxy's group (user + system) over the requests it served. The reasoning column is "
+        f"what the local server counted on the wire; with the callback every assistant message "
+        f"must carry it ({'yes' if restored_all else 'NO'})."
+    )
+    section.summary += [
+        (
+            f"proxy, {workers} workers, Redis, {size} messages: CPU / request with / without",
+            fmt_ratio(cpu_ratio),
+            "<= 1.05x",
+            verdict(cpu_ratio <= 1.05),
+        ),
+        (
+            f"proxy, {workers} workers: added p50 latency",
+            f"{added * 1000:.2f} ms",
+            "<= 0.5 ms",
+            verdict(added <= 0.0005),
+        ),
+        (
+            f"proxy, {workers} workers: req/s with / without",
+            fmt_ratio(rps_ratio),
+            ">= 0.97x",
+            verdict(rps_ratio >= 0.97),
+        ),
+        (
+            f"proxy, {workers} workers: every assistant message restored",
+            f"{w['carried']}/{w['sent']}",
+            "all",
+            verdict(restored_all),
+        ),
+    ]
+    return section
