@@ -13,6 +13,7 @@ from common import Section, agent_history
 from sec_rewrite import fresh, prime_store, rewrite_once
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.memo.prefix_cache import PrefixCache
 from litellm_reasoning.stores import MemoryStore
 
 
@@ -78,8 +79,17 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
         for copy in copies:
             await rewrite_once(cb, copy)
 
+    cold_copies = [fresh(messages) for _ in range(rewrite_reps)]
+
+    async def cold_rewrites() -> None:
+        # nothing remembered: a restart, or a worker that never saw the conversation
+        for copy in cold_copies:
+            cb.prefix_cache = PrefixCache()
+            await rewrite_once(cb, copy)
+
     try:
         total, rows = _profile(rewrites, out_dir / "profile_rewrite.txt")
+        cold_total, cold_rows = _profile(cold_rewrites, out_dir / "profile_cold.txt")
     finally:
         litellm.callbacks = previous
     lines = [
@@ -96,6 +106,18 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
             for self_, inc, fn, where in rows[:14]
         ],
     )
+    section.lines += [
+        f"The same rewrite cold (nothing remembered), {rewrite_reps} calls "
+        f"({cold_total:.2f} s sampled):",
+        "",
+    ]
+    section.table(
+        ["function", "where", "inclusive", "self"],
+        [
+            [f"`{fn}`", f"`{where}`", f"{inc / cold_total:.0%}", f"{self_ / cold_total:.0%}"]
+            for self_, inc, fn, where in cold_rows[:16]
+        ],
+    )
     e2e_rows = _profile_e2e(out_dir, e2e_reps)
     if e2e_rows is not None:
         section.lines.append(
@@ -106,7 +128,8 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
         section.lines.append("")
         section.table(["function", "where", "inclusive", "self"], e2e_rows)
     section.note(
-        f"full call trees: `{(out_dir / 'profile_rewrite.txt').name}` and "
+        f"full call trees: `{(out_dir / 'profile_rewrite.txt').name}`, "
+        f"`{(out_dir / 'profile_cold.txt').name}` and "
         f"`{(out_dir / 'profile_e2e.txt').name}` in `{out_dir.name}/`."
     )
     return section

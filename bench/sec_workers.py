@@ -25,6 +25,7 @@ from common import (
     median,
     percentile,
     verdict,
+    with_reasoning,
 )
 from proxy_proc import Proxy, ProxyProcess, proxies
 from sec_rewrite import prime_store
@@ -37,7 +38,12 @@ MODEL = "deepseek/deepseek-v4-flash"
 
 REDIS = "redis://127.0.0.1:6379/0"
 
-ARMS = ("without", "with")
+ARMS = ("without", "keeping", "with")
+"""`without`: a dropping client, no callback (what a real DeepSeek refuses); `keeping`: a client
+that sends every reasoning back itself, no callback (the same wire as `with`: the cost of the
+restored bytes in LiteLLM, whoever restores them); `with`: a dropping client and the callback."""
+
+PROXY_OF = {"without": "without", "keeping": "without", "with": "with"}
 
 # The upstream's reply: a tool call with reasoning (captured by the callback, dropped by the
 # client); its content is replaced by the upstream with "<with reasoning>/<assistant messages>".
@@ -85,12 +91,12 @@ def _prime(store_url: str, histories: list[tuple[list[Any], dict[int, str]]]) ->
 
 
 async def _load(
-    proxy: Proxy, histories: list[list[Any]], seconds: float
+    proxy: Proxy, histories: list[list[Any]], seconds: float, keep: bool = False
 ) -> tuple[list[float], int, int, int]:
     """One client per history, each continuing its agent loop (its request = its history so
-    far; the reply, as a dropping client keeps it, and a tool result appended after each) on a
-    new connection per request, for `seconds`. Returns (latencies, errors, assistant messages
-    sent, of them with reasoning on the wire)."""
+    far; the reply, as a dropping client keeps it unless `keep`, and a tool result appended
+    after each) on a new connection per request, for `seconds`. Returns (latencies, errors,
+    assistant messages sent, of them with reasoning on the wire)."""
     latencies: list[float] = []
     errors = sent = carried = 0
     headers = {"authorization": f"Bearer {proxy.master_key}", "content-type": "application/json"}
@@ -117,8 +123,14 @@ async def _load(
                 carried, sent = carried + have, sent + total
                 step += 1
                 calls = message["tool_calls"]
+                kept = {"reasoning_content": message.get("reasoning_content")} if keep else {}
                 history += [
-                    {"role": "assistant", "content": message["content"], "tool_calls": calls},
+                    {
+                        "role": "assistant",
+                        "content": message["content"],
+                        "tool_calls": calls,
+                        **kept,
+                    },
                     {"role": "tool", "tool_call_id": calls[0]["id"], "content": f"step {step}"},
                 ]
 
@@ -189,15 +201,15 @@ def _measure(
 ) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {
         k: {"lat": [], "err": 0, "ok": 0, "cpu": 0.0, "elapsed": 0.0, "sent": 0, "carried": 0}
-        for k in running
+        for k in ARMS
     }
-    for name in ARMS:
+    for name in running:
         # Every worker's first calls (LiteLLM's clients, the store's connection) are not measured.
         warm = [agent_history(6, seed=f"warm-{name}-{c}")[0] for c in range(clients * 2)]
         asyncio.run(_load(running[name], warm, 3.0))
     for r in range(rounds):
         for name in ARMS if r % 2 == 0 else ARMS[::-1]:
-            proxy = running[name]
+            proxy = running[PROXY_OF[name]]
             # New conversations each round: none is remembered by any worker yet.
             histories = [
                 agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}")
@@ -207,8 +219,11 @@ def _measure(
                 _prime(store_url, histories)
             cpu = proxy.group_cpu_seconds()
             start = time.perf_counter()
+            requests = [
+                with_reasoning(h, r) if name == "keeping" else list(h) for h, r in histories
+            ]
             lat, err, sent, carried = asyncio.run(
-                _load(proxy, [list(h) for h, _ in histories], seconds)
+                _load(proxy, requests, seconds, keep=name == "keeping")
             )
             res = results[name]
             res["elapsed"] += time.perf_counter() - start
@@ -245,7 +260,11 @@ def _report(
     p50 = {k: median(r["lat"]) for k, r in results.items()}
     rows = [
         [
-            {"without": "no callback", "with": "with the callback (Redis store)"}[k],
+            {
+                "without": "no callback, dropping client",
+                "keeping": "no callback, client keeping reasoning",
+                "with": "with the callback (Redis store), dropping client",
+            }[k],
             f"{rate[k]:.1f}",
             fmt_ms(p50[k]),
             fmt_ms(percentile(r["lat"], 99)),
@@ -259,18 +278,19 @@ def _report(
     cpu_ratio = cpu["with"] / cpu["without"]
     added = p50["with"] - p50["without"]
     rps_ratio = rate["with"] / rate["without"]
-    rows.append(
-        [
-            "with / without",
-            fmt_ratio(rps_ratio),
-            f"+{added * 1000:.2f} ms",
-            "",
-            fmt_ratio(cpu_ratio),
-            "",
-            "",
-            "",
-        ]
-    )
+    for base in ("without", "keeping"):
+        rows.append(
+            [
+                f"with / {base}",
+                fmt_ratio(rate["with"] / rate[base]),
+                f"{(p50['with'] - p50[base]) * 1000:+.2f} ms",
+                "",
+                fmt_ratio(cpu["with"] / cpu[base]),
+                "",
+                "",
+                "",
+            ]
+        )
     section.table(
         [
             "proxy",
@@ -291,7 +311,8 @@ def _report(
         f"history (agent tool loop, DeepSeek with tools, reasoning dropped by the client; "
         f"reasoning primed in Redis for the history, captured live for each new reply), a new "
         f"connection per request (any worker answers), {rounds} rounds of {seconds:g} s per "
-        f"proxy, the two proxies in turn; new conversations every round. CPU: every process of "
+        f"arm (the arms in turn, order turned around each round; `keeping` runs on the proxy "
+        f"without the callback); new conversations every round. CPU: every process of "
         f"the proxy's group (user + system) over the requests it served. The reasoning column is "
         f"what the local server counted on the wire; with the callback every assistant message "
         f"must carry it ({'yes' if restored_all else 'NO'})."
@@ -320,6 +341,13 @@ def _report(
             f"{w['carried']}/{w['sent']}",
             "all",
             verdict(restored_all),
+        ),
+        (
+            f"proxy, {workers} workers: CPU / request with the callback / a client keeping its "
+            "reasoning (same wire, no callback)",
+            fmt_ratio(cpu["with"] / cpu["keeping"]),
+            "—",
+            "info",
         ),
     ]
     return section
