@@ -21,6 +21,8 @@ from pathlib import Path
 import pytest
 from paths import REPO
 
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
+
 ROOT = REPO
 PREVIOUS_RELEASE = "e62144a"
 """The commit of release 0.1.0 on main."""
@@ -31,8 +33,6 @@ os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
 import litellm
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.upstream import Reply, Upstream
-
-pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 url, phase, tag = sys.argv[1], sys.argv[2], sys.argv[3]
 call = {"id": "call_" + tag, "type": "function", "function": {"name": "f", "arguments": "{}"}}

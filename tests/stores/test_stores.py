@@ -39,6 +39,7 @@ from litellm_reasoning.stores.redis import RedisStore
 from litellm_reasoning.stores.sqlite import STORE_SCHEMA, SqliteStore
 
 pytest_plugins = ["store_fixtures"]
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 KINDS = [
     "memory",
@@ -319,8 +320,6 @@ async def test_concurrent_tasks(harness: Harness) -> None:
 _READER = """
 import json, sys
 from litellm_reasoning.stores import store_from_url
-
-pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 store = store_from_url(sys.argv[1])
 found = store.get_many(sys.argv[2], sys.argv[3:])
 print(json.dumps({k: v.to_json() for k, v in found.items()}))
