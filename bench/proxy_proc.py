@@ -35,21 +35,29 @@ class Proxy:
 
     def cpu_seconds(self) -> float:
         """User + system CPU time of the proxy process so far (all its threads)."""
-        fields = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return _cpu_seconds(_stat(Path(f"/proc/{self.pid}/stat")))
 
     def group_cpu_seconds(self) -> float:
         """User + system CPU time so far of every live process of the proxy's process group
         (its workers too: the proxy runs in a session of its own)."""
-        total = 0
-        for stat in Path("/proc").glob("[0-9]*/stat"):
+        total = 0.0
+        for path in Path("/proc").glob("[0-9]*/stat"):
             try:
-                fields = stat.read_text().rsplit(")", 1)[1].split()
+                fields = _stat(path)
             except OSError:  # ended meanwhile
                 continue
             if int(fields[2]) == self.pid:  # the process group id
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+                total += _cpu_seconds(fields)
+        return total
+
+
+def _stat(path: Path) -> list[str]:
+    """The fields of a `/proc/<pid>/stat` after the command name (state first)."""
+    return path.read_text().rsplit(")", 1)[1].split()
+
+
+def _cpu_seconds(fields: list[str]) -> float:
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _free_port() -> int:

@@ -99,25 +99,13 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
         "",
     ]
     section.lines += lines
-    section.table(
-        ["function", "where", "inclusive", "self"],
-        [
-            [f"`{fn}`", f"`{where}`", f"{inc / total:.0%}", f"{self_ / total:.0%}"]
-            for self_, inc, fn, where in rows[:14]
-        ],
-    )
+    _share_table(section, rows, total, 14)
     section.lines += [
         f"The same rewrite cold (nothing remembered), {rewrite_reps} calls "
         f"({cold_total:.2f} s sampled):",
         "",
     ]
-    section.table(
-        ["function", "where", "inclusive", "self"],
-        [
-            [f"`{fn}`", f"`{where}`", f"{inc / cold_total:.0%}", f"{self_ / cold_total:.0%}"]
-            for self_, inc, fn, where in cold_rows[:16]
-        ],
-    )
+    _share_table(section, cold_rows, cold_total, 16)
     e2e_rows = _profile_e2e(out_dir, e2e_reps)
     if e2e_rows is not None:
         section.lines.append(
@@ -133,6 +121,17 @@ def run(out_dir: Path, rewrite_size: int, rewrite_reps: int, e2e_reps: int) -> S
         f"`{(out_dir / 'profile_e2e.txt').name}` in `{out_dir.name}/`."
     )
     return section
+
+
+def _share_table(section: Section, rows: list[tuple], total: float, count: int) -> None:
+    """The first `count` package functions of a profile with their share of `total`."""
+    section.table(
+        ["function", "where", "inclusive", "self"],
+        [
+            [f"`{fn}`", f"`{where}`", f"{inc / total:.0%}", f"{self_ / total:.0%}"]
+            for self_, inc, fn, where in rows[:count]
+        ],
+    )
 
 
 def _profile_e2e(out_dir: Path, reps: int) -> list[list[str]] | None:

@@ -12,7 +12,6 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -28,7 +27,7 @@ from common import (
     with_reasoning,
 )
 from proxy_proc import Proxy, ProxyProcess, proxies
-from sec_rewrite import prime_store
+from sec_rewrite import hook_kwargs, prime_store
 from upstream_proc import upstream_process
 
 from litellm_reasoning import ReasoningCallback
@@ -68,16 +67,7 @@ constant, not a hash): the scope of every call the bench makes."""
 def _scope_kwargs(messages: list[Any]) -> dict[str, Any]:
     """What the proxy hands the deployment hook for a call made with its master key, as far as
     keys depend on it: the scope is the namespace and the key."""
-    return {
-        "model": MODEL,
-        "api_base": "http://127.0.0.1:9",
-        "api_key": "x",
-        "litellm_call_id": str(uuid.uuid4()),
-        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
-        "metadata": {"user_api_key_hash": MASTER_KEY_HASH},
-        "messages": messages,
-        "tools": TOOLS,
-    }
+    return {**hook_kwargs(messages), "metadata": {"user_api_key_hash": MASTER_KEY_HASH}}
 
 
 def _prime(store_url: str, histories: list[tuple[list[Any], dict[int, str]]]) -> int:

@@ -48,15 +48,14 @@ def report_restored(server: Any) -> None:
     server's memory), and keep no request bodies (long histories under load)."""
     answer = server.answer
 
-    def reporting(body: dict[str, Any], reply: Any) -> tuple[int, str, bytes]:
+    def reporting(body: dict[str, Any], reply: Any) -> Any:
         server.received.clear()
         messages = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
         carried = sum(1 for m in messages if m.get("reasoning_content"))
         if reply is not None and reply.message is not None:
             content = f"{carried}/{len(messages)}"
             reply = dataclasses.replace(reply, message={**reply.message, "content": content})
-        status, content_type, data = answer(body, reply)
-        return status, content_type, data
+        return answer(body, reply)
 
     server.answer = reporting
 

@@ -27,7 +27,7 @@ import json.encoder
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .extract import BLOCK_TYPES, THOUGHT_SEPARATOR, split_tool_call_id
+from .extract import BLOCK_TYPES, split_tool_call_id
 
 _EMPTY = hashlib.blake2b(b"litellm-reasoning/v1", digest_size=16).hexdigest()
 EMPTY_DIGEST = _EMPTY
@@ -79,8 +79,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=r
 
 _quote = json.encoder.encode_basestring
 """JSON string literal of a `str` (C), what `_ENCODER` writes for one."""
-
-_SEPARATOR = THOUGHT_SEPARATOR
 
 
 def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
@@ -137,11 +135,7 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
             ):
                 return None
             written.append(
-                "["
-                + _quote((identifier or "").partition(_SEPARATOR)[0])
-                + ","
-                + _quote(name or "")
-                + "]"
+                "[" + _quote(split_tool_call_id(identifier)[0]) + "," + _quote(name or "") + "]"
             )
         tool_calls = "[" + ",".join(written) + "]"
     else:
@@ -154,7 +148,7 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
         + ","
         + tool_calls
         + ","
-        + _quote((call_id or "").partition(_SEPARATOR)[0])
+        + _quote(split_tool_call_id(call_id)[0])
         + "]"
     ).encode()
     return shape, decided

@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import identity
-from ..core.extract import carries_nothing
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
 from ..core.turns import TURN_KEY
@@ -318,7 +317,7 @@ class PrefixCache:
     def _walk_new(history: History, start: int) -> None:
         """Messages from `start` on, which no earlier request had (all of a cold request):
         the per-message cost of a request on a process that never saw its conversation, so
-        kept to one canonical encoding, one chained hash and one C copy per message."""
+        kept to one canonical encoding, one chained hash and one `marshal` copy per message."""
         messages = history.messages
         previous = history.digest
         total = history.size
@@ -326,34 +325,24 @@ class PrefixCache:
         sizes, owns, keys = history.sizes, history.owns, history.keys
         users, assistant, flagged = history.users, history.assistant, history.flagged
         canonical_decided, chain = identity.canonical_decided, identity.chain
-        dumps, loads = marshal.dumps, marshal.loads
         for index in range(start, len(messages)):
             message = messages[index]
             shape, decided = canonical_decided(message)
             previous = chain(previous, shape)
+            copy, size = _copy(message)
+            total += size + len(shape) + _OVERHEAD
             own = None
             if type(message) is dict:
-                try:
-                    data = dumps(message)
-                    copy = loads(data)
-                    total += len(data) + len(shape) + _OVERHEAD
-                except (ValueError, RecursionError):
-                    copy = _UNEQUAL
-                    total += len(shape) + _OVERHEAD
                 role = message.get("role")
                 if role == "assistant":
                     assistant.append(index)
-                    if not carries_nothing(message):
-                        own = _own(message)
-                        if own is not None and any(part.details for part in own.parts):
-                            history.detailed.append(index)
+                    own = _own(message)
+                    if own is not None and any(part.details for part in own.parts):
+                        history.detailed.append(index)
                 elif role == "user":
                     users.append(index)
                 if TURN_KEY in message:
                     flagged.append(index)
-            else:
-                copy = _UNEQUAL
-                total += len(shape) + _OVERHEAD
             if not decided:
                 history.unsure.append(index)
             copies.append(copy)
