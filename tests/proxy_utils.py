@@ -1,14 +1,21 @@
 """The real LiteLLM proxy for end-to-end tests: the runner is `litellm_reasoning.testing.proxy`
-(re-exported here; the demo uses it too), plus the client-side helpers the proxy tests share."""
+(the demo uses it too), here with its processes forked from the test session's fork server
+(`forkserver.py`), plus the client-side helpers the proxy tests share."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
 from typing import Any
 
 import openai
+from forkserver import launch
 
+from litellm_reasoning.testing import proxy as _runner
 from litellm_reasoning.testing.proxy import (
     CALLBACK,
     Proxy,
@@ -18,11 +25,20 @@ from litellm_reasoning.testing.proxy import (
     new_master_key,
     openai_compatible_deployment,
     proxy_config,
-    run_proxies,
-    run_proxy,
-    start_proxy,
 )
 from litellm_reasoning.testing.upstream import Reply, Upstream
+
+start_proxy = partial(_runner.start_proxy, launcher=launch)
+run_proxy = partial(_runner.run_proxy, launcher=launch)
+
+
+@contextlib.contextmanager
+def run_proxies(
+    *specs: tuple[Mapping[str, Any], Path, Mapping[str, str] | None], **options: Any
+) -> Iterator[list[Proxy]]:
+    with _runner.run_proxies(*specs, launcher=launch, **options) as proxies:
+        yield proxies
+
 
 TOOLS = [
     {

@@ -7,7 +7,9 @@ process group with a generated master key, waits (bounded) until every worker is
 `proxy.log` next to the config; its tail is part of every failure message.
 
 `start_proxy` / `Proxy.wait_ready` / `Proxy.stop` are the same steps one by one, so several
-proxies can boot at the same time (startup is mostly CPU-bound imports, ~12-20 s each).
+proxies can boot at the same time (startup is mostly CPU-bound imports, ~10-20 s each).
+A `launcher` replaces how the process is started (the tests fork proxies from a process that has
+imported LiteLLM already); the default is a new `litellm` process.
 """
 
 from __future__ import annotations
@@ -24,10 +26,10 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
 
@@ -119,12 +121,44 @@ def _get_status(url: str, timeout: float) -> int | None:
         return None
 
 
+class ProcessHandle(Protocol):
+    """What `Proxy` needs of its process (`subprocess.Popen` is one)."""
+
+    @property
+    def pid(self) -> int: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+
+Launcher = Callable[[list[str], Mapping[str, str], Path, Path], ProcessHandle]
+"""Starts `command` with exactly the environment given, in the directory given, its stdout and
+stderr into the log file given, as the leader of a session of its own."""
+
+
+def launch_process(
+    command: list[str], env: Mapping[str, str], cwd: Path, log_path: Path
+) -> ProcessHandle:
+    """The default `Launcher`: a new process."""
+    with log_path.open("wb") as log:
+        return subprocess.Popen(
+            command,
+            cwd=cwd,
+            env=dict(env),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # its own process group, so the whole tree can be stopped
+        )
+
+
 @dataclass
 class Proxy:
     url: str
     """`http://127.0.0.1:PORT`"""
     master_key: str
-    process: subprocess.Popen[bytes]
+    process: ProcessHandle
     config_path: Path
     log_path: Path
     command: list[str] = field(default_factory=list)
@@ -200,6 +234,7 @@ def start_proxy(
     num_workers: int = 1,
     master_key: str | None = None,
     extra_args: Iterable[str] = (),
+    launcher: Launcher = launch_process,
 ) -> Proxy:
     """Start the LiteLLM proxy with `config` (not yet ready: call `wait_ready`, then `stop`).
 
@@ -239,18 +274,11 @@ def start_proxy(
         "127.0.0.1",
     ]
     if num_workers > 1:
-        command += ["--num_workers", str(num_workers)]
+        # uvicorn kills a worker that does not answer its health check within 5 s, and a worker
+        # importing LiteLLM on a loaded machine can take longer: it would be restarted forever.
+        command += ["--num_workers", str(num_workers), "--timeout_worker_healthcheck", "120"]
     command += list(extra_args)
-    with log_path.open("wb") as log:
-        process = subprocess.Popen(
-            command,
-            cwd=workdir,
-            env=child_env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # its own process group, so the whole tree can be stopped
-        )
+    process = launcher(command, child_env, workdir, log_path)
     return Proxy(
         url=f"http://127.0.0.1:{port}",
         master_key=master_key,
@@ -271,9 +299,17 @@ def run_proxy(
     num_workers: int = 1,
     master_key: str | None = None,
     ready_timeout: float = READY_TIMEOUT_SECONDS,
+    launcher: Launcher = launch_process,
 ) -> Iterator[Proxy]:
     """Start the LiteLLM proxy with `config`; yield it once it is live; stop it afterwards."""
-    proxy = start_proxy(config, workdir, env=env, num_workers=num_workers, master_key=master_key)
+    proxy = start_proxy(
+        config,
+        workdir,
+        env=env,
+        num_workers=num_workers,
+        master_key=master_key,
+        launcher=launcher,
+    )
     try:
         yield proxy.wait_ready(ready_timeout)
     finally:
@@ -285,6 +321,7 @@ def run_proxies(
     *specs: tuple[Mapping[str, Any], Path, Mapping[str, str] | None],
     master_key: str | None = None,
     ready_timeout: float = READY_TIMEOUT_SECONDS,
+    launcher: Launcher = launch_process,
 ) -> Iterator[list[Proxy]]:
     """Several proxies `(config, workdir, env)`, booted at the same time, all with one master
     key (`master_key`, default a fresh one); all stopped at the end."""
@@ -292,7 +329,9 @@ def run_proxies(
     proxies: list[Proxy] = []
     try:
         for config, workdir, env in specs:
-            proxies.append(start_proxy(config, workdir, env=env, master_key=master_key))
+            proxies.append(
+                start_proxy(config, workdir, env=env, master_key=master_key, launcher=launcher)
+            )
         for proxy in proxies:
             proxy.wait_ready(ready_timeout)
         yield proxies
@@ -304,9 +343,12 @@ def run_proxies(
 __all__ = [
     "CALLBACK",
     "INSTALL_HINT",
+    "Launcher",
+    "ProcessHandle",
     "Proxy",
     "ProxyUnavailable",
     "free_port",
+    "launch_process",
     "litellm_executable",
     "new_master_key",
     "openai_compatible_deployment",

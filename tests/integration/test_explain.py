@@ -4,30 +4,36 @@ what the callback would send, read from the store a real callback filled through
 from __future__ import annotations
 
 import json
+import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import litellm
 from conftest import register
+from forkserver import run_python
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 MODEL = "deepseek-v4-pro"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+RUN_AS_MAIN = (
+    "import runpy; runpy.run_module('litellm_reasoning', run_name='__main__', alter_sys=True)"
+)
+"""What `python -m litellm_reasoning` runs."""
 CALL = {"id": "call_00_explain", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
 def _explain(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "litellm_reasoning", "explain", *args],
+    """`python -m litellm_reasoning explain ARGS` (forked, see `forkserver.py`)."""
+    return run_python(
+        RUN_AS_MAIN,
+        "explain",
+        *args,
         input=stdin,
-        capture_output=True,
-        text=True,
         timeout=120,
-        env={**__import__("os").environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
+        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
     )
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
+from forkserver import run_python
 
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
@@ -61,13 +60,7 @@ def replica(
         "messages": messages,
     }
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
-    done = subprocess.run(
-        [sys.executable, "-c", _REPLICA, json.dumps(spec)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
+    done = run_python(_REPLICA, json.dumps(spec), env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.strip().splitlines()[-1])
 

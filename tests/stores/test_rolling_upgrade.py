@@ -19,6 +19,7 @@ from io import BytesIO
 from pathlib import Path
 
 import pytest
+from forkserver import run_python
 from paths import REPO
 
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
@@ -93,15 +94,7 @@ def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def _run(code_root: Path, url: str, phase: str, tag: str) -> dict[str, object]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LITELLM_REASONING_")}
     env["PYTHONPATH"] = str(code_root)
-    done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, url, phase, tag],
-        env=env,
-        cwd=code_root,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
+    done = run_python(SCRIPT, url, phase, tag, env=env, cwd=code_root, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     result: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
     return result
