@@ -25,7 +25,7 @@ import json
 import threading
 import time
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ import yaml
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.reasoning import Reasoning
+from litellm_reasoning.testing._server import LocalHTTPServer
 
 CASSETTES = Path(__file__).resolve().parent.parent / "cassettes"
 
@@ -139,8 +140,7 @@ class CutServer:
                     pass  # the client went away: what these tests provoke
                 self.close_connection = True
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = LocalHTTPServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property
