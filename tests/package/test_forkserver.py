@@ -42,9 +42,11 @@ def test_a_forked_script_runs_as_a_new_process_would(tmp_path: Path) -> None:
 
 
 def test_only_what_litellm_cannot_read_while_importing_may_differ() -> None:
+    """Processes whose environments differ only in these keys share a fork server."""
     env = dict(os.environ)
-    assert FORK_SERVER.can_fork({**env, "LITELLM_REASONING_STORE": "sqlite:///x.db"})
-    assert FORK_SERVER.can_fork({**env, "LITELLM_MASTER_KEY": "sk-1", "OPENAI_API_KEY": "k"})
+    same = FORK_SERVER._key(env)
+    assert FORK_SERVER._key({**env, "LITELLM_REASONING_STORE": "sqlite:///x.db"}) == same
+    assert FORK_SERVER._key({**env, "LITELLM_MASTER_KEY": "sk-1", "OPENAI_API_KEY": "k"}) == same
     key = FORK_SERVER._key({**env, "LITELLM_LOG": "DEBUG"})
-    assert key != FORK_SERVER._key(env)  # LiteLLM reads LITELLM_LOG while importing
+    assert key != same  # LiteLLM reads LITELLM_LOG while importing
     assert key == FORK_SERVER._key({**env, "LITELLM_LOG": "DEBUG", "XDG_DATA_HOME": "/d"})
