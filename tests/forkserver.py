@@ -32,7 +32,7 @@ import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from litellm_reasoning.testing.proxy import ProcessHandle, launch_process, litellm_executable
+from litellm_reasoning.testing.proxy import ProcessHandle, launch_process
 
 MAIN = Path(__file__).with_name("forkserver_main.py")
 FORKABLE_ENV = frozenset(
@@ -93,7 +93,6 @@ class ForkServer:
         self._dir = Path(tempfile.mkdtemp(prefix="lr-forkserver-"))
         self._count = 0
         self.forked = 0
-        self.started = 0
 
     @staticmethod
     def _key(env: Mapping[str, str]) -> frozenset[tuple[str, str]]:
@@ -176,11 +175,10 @@ def launch(command: list[str], env: Mapping[str, str], cwd: Path, log_path: Path
     """A `Launcher` for `start_proxy`: forks a one-worker proxy, starts anything else anew."""
     forkable = (
         FORK_SERVER.can_fork(env)
-        and command[0] == str(litellm_executable())
+        and Path(command[0]).name == "litellm"  # what `start_proxy` runs
         and "--num_workers" not in command
     )
     if not forkable:
-        FORK_SERVER.started += 1
         return launch_process(command, env, cwd, log_path)
     # the console script's directory comes first on a new process's path
     path = [str(Path(command[0]).parent), *_python_path(env)]
@@ -203,7 +201,6 @@ def run_python(
     forked when it can be."""
     env = dict(os.environ if env is None else env)
     if not FORK_SERVER.can_fork(env):
-        FORK_SERVER.started += 1
         return subprocess.run(
             [sys.executable, "-c", code, *args],
             env=env,

@@ -4,12 +4,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import openai
@@ -30,14 +27,7 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 
 start_proxy = partial(_runner.start_proxy, launcher=launch)
 run_proxy = partial(_runner.run_proxy, launcher=launch)
-
-
-@contextlib.contextmanager
-def run_proxies(
-    *specs: tuple[Mapping[str, Any], Path, Mapping[str, str] | None], **options: Any
-) -> Iterator[list[Proxy]]:
-    with _runner.run_proxies(*specs, launcher=launch, **options) as proxies:
-        yield proxies
+run_proxies = partial(_runner.run_proxies, launcher=launch)
 
 
 TOOLS = [
