@@ -110,7 +110,10 @@ class ProxyProcess:
         command = [str(litellm_cli), "--config", str(self.config_path), "--port", str(self.port)]
         command += ["--host", "127.0.0.1"]
         if self.num_workers > 1:
+            # uvicorn kills a worker that does not answer its health ping within 5 s, and a
+            # worker importing LiteLLM on a loaded machine takes longer (LiteLLM's own flag).
             command += ["--num_workers", str(self.num_workers)]
+            command += ["--timeout_worker_healthcheck", "120"]
         self.started = time.monotonic()
         with self.log_path.open("wb") as log:
             self.process = subprocess.Popen(

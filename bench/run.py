@@ -28,7 +28,7 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results.md"
 README = HERE / "README.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-SECTIONS = ("rewrite", "e2e", "stores", "proxy", "workers", "tokens", "profile")
+SECTIONS = ("rewrite", "e2e", "stores", "proxy", "workers", "saturation", "tokens", "profile")
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,8 @@ class Sizes:
     workers_clients: int
     workers_seconds: float
     workers_rounds: int
+    saturation_agents: int
+    saturation_steps: int
     token_turns: int
     profile_size: int
     profile_reps: int
@@ -70,6 +72,8 @@ FULL = Sizes(
     workers_clients=8,
     workers_seconds=10.0,
     workers_rounds=2,
+    saturation_agents=64,
+    saturation_steps=40,
     token_turns=12,
     profile_size=1000,
     profile_reps=30,
@@ -91,6 +95,8 @@ QUICK = Sizes(
     workers_clients=2,
     workers_seconds=0.5,
     workers_rounds=1,
+    saturation_agents=2,
+    saturation_steps=2,
     token_turns=2,
     profile_size=50,
     profile_reps=3,
@@ -103,6 +109,7 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
     import sec_profile
     import sec_proxy
     import sec_rewrite
+    import sec_saturation
     import sec_stores
     import sec_tokens
     import sec_workers
@@ -116,6 +123,9 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
         "proxy": lambda: sec_proxy.run(s.proxy_concurrency, s.proxy_seconds, s.proxy_rounds),
         "workers": lambda: sec_workers.run(
             s.workers, s.workers_history, s.workers_clients, s.workers_seconds, s.workers_rounds
+        ),
+        "saturation": lambda: sec_saturation.run(
+            s.workers, s.saturation_agents, s.saturation_steps
         ),
         "tokens": lambda: sec_tokens.run(s.token_turns),
         "profile": lambda: sec_profile.run(

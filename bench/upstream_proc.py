@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,46 @@ def report_restored(server: Any) -> None:
     server.answer = reporting
 
 
+class Tally:
+    """Every request's assistant messages, refused or answered: what reached the wire."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.counts = {"requests": 0, "assistant": 0, "carried": 0, "refused": 0}
+
+    def count(self, body: dict[str, Any]) -> None:
+        messages = [m for m in body.get("messages", []) if m.get("role") == "assistant"]
+        with self.lock:
+            self.counts["requests"] += 1
+            self.counts["assistant"] += len(messages)
+            self.counts["carried"] += sum(1 for m in messages if m.get("reasoning_content"))
+
+
+def strict(server: Any, rules: dict[str, str], tally: Tally) -> None:
+    """Refuse like the provider (`testing.refusals`, chosen per model by `rules`:
+    `{"<model>": "kimi" | "deepseek"}`), and tally every request before it is judged."""
+    from litellm_reasoning.testing import refusals
+
+    checks = {
+        "kimi": refusals.kimi_reasoning_required,
+        "deepseek": refusals.deepseek_reasoning_required,
+    }
+    answer = server.answer
+
+    def judging(body: dict[str, Any], reply: Any) -> Any:
+        tally.count(body)
+        server.received.clear()
+        rule = rules.get(str(body.get("model")))
+        refused = checks[rule](body) if rule else None
+        if refused is not None:
+            with tally.lock:
+                tally.counts["refused"] += 1
+            return refused[0], "application/json", json.dumps(refused[1]).encode()
+        return answer(body, reply)
+
+    server.answer = judging
+
+
 def main(spec_path: str) -> None:
     from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
     from litellm_reasoning.testing.upstream import Reply, Upstream
@@ -76,21 +117,32 @@ def main(spec_path: str) -> None:
             server.always(model, Reply(message=message))
     if spec.get("report"):
         report_restored(server)
+    tally = Tally()
+    if spec.get("strict"):
+        strict(server, spec["strict"], tally)
     with no_delay(server):
         print(f"READY {server.base_url}", flush=True)
         with contextlib.suppress(KeyboardInterrupt):
             sys.stdin.read()  # until the parent closes our stdin (or dies)
+    print("TALLY " + json.dumps(tally.counts), flush=True)
 
 
 @contextlib.contextmanager
 def upstream_process(
-    always: dict[str, Any], kind: str = "openai", *, report: bool = False
+    always: dict[str, Any],
+    kind: str = "openai",
+    *,
+    report: bool = False,
+    strict: dict[str, str] | None = None,
+    tally: dict[str, int] | None = None,
 ) -> Iterator[str]:
     """Start the server process; yield its base_url; stop it afterwards. `report`: see
-    `report_restored`."""
+    `report_restored`; `strict`: see `strict`, its counts put into `tally` at the end."""
     with tempfile.TemporaryDirectory(prefix="bench-upstream-") as tmp:
         spec = Path(tmp) / "spec.json"
-        spec.write_text(json.dumps({"kind": kind, "always": always, "report": report}))
+        spec.write_text(
+            json.dumps({"kind": kind, "always": always, "report": report, "strict": strict})
+        )
         process = subprocess.Popen(
             [sys.executable, __file__, str(spec)],
             stdin=subprocess.PIPE,
@@ -109,6 +161,10 @@ def upstream_process(
                 with contextlib.suppress(OSError):
                     process.stdin.close()
             try:
+                rest = process.stdout.read() if process.stdout is not None else ""
+                for line in rest.splitlines():
+                    if line.startswith("TALLY ") and tally is not None:
+                        tally.update(json.loads(line.split(" ", 1)[1]))
                 process.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 process.kill()

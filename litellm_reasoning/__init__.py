@@ -19,7 +19,7 @@ from .core.reasoning import Reasoning, ReasoningPart
 if TYPE_CHECKING:
     from .integration.reasoning_callback import ReasoningCallback
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 _callback_instance: ReasoningCallback | None = None
 
@@ -32,9 +32,9 @@ def __getattr__(name: str) -> Any:
         return ReasoningCallback
     if name == "callback":
         if _callback_instance is None:
-            from .settings import callback_from_environment
+            from .settings import callback_for_the_proxy
 
-            _callback_instance = callback_from_environment()
+            _callback_instance = callback_for_the_proxy()
         return _callback_instance
     raise AttributeError(f"module 'litellm_reasoning' has no attribute {name!r}")
 

@@ -10,10 +10,12 @@ Two sources, the second overriding the first:
 
 from __future__ import annotations
 
+import difflib
 import json
 import logging
 import os
-from collections.abc import Mapping
+import sys
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -26,6 +28,33 @@ if TYPE_CHECKING:
 
 ENV_PREFIX = "LITELLM_REASONING_"
 CONFIG_SECTION = "litellm_reasoning"
+SWITCHES = ("LITELLM_REASONING_PATCH_LITELLM",)
+"""Environment variables read outside the settings model (`integration.patches`)."""
+BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+logger = logging.getLogger("litellm_reasoning")
+
+
+class SettingsError(ValueError):
+    """A setting this package cannot use: one line naming it, its value and the closest valid
+    name or value."""
+
+
+def closest(name: str, choices: Iterable[str]) -> str:
+    """` (did you mean 'x'?)`, or nothing when no choice is close."""
+    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+def strict_boolean(value: Any) -> Any:
+    """`value` as a boolean when it is one of true/false/1/0/yes/no (any case); any other text
+    is an error (pydantic alone would read `on`, `t`, `y`...)."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word not in BOOLEAN_WORDS:
+            raise ValueError(f"{value!r} is not a boolean: use true/false, 1/0 or yes/no")
+        return BOOLEAN_WORDS[word]
+    return value
 
 
 class Settings(BaseModel):
@@ -41,7 +70,10 @@ class Settings(BaseModel):
     max_reasoning_tokens: int | None = Field(
         default=None, ge=0, description="cap on the reasoning tokens one request carries"
     )
-    log_level: str = "WARNING"
+    log_level: str = Field(
+        default="INFO",
+        description="INFO: one startup line (what the callback will do), then warnings only",
+    )
     scope_from_client: bool = Field(
         default=True,
         description="honour the client-chosen end user and reasoning_namespace as scope parts",
@@ -49,6 +81,11 @@ class Settings(BaseModel):
     legacy_keys: bool = Field(
         default=True, description="also read and write tool-call records under the 0.1.0 keys"
     )
+
+    @field_validator("scope_from_client", "legacy_keys", mode="before")
+    @classmethod
+    def _strict_boolean(cls, value: Any) -> Any:
+        return strict_boolean(value)
 
     @field_validator("log_level")
     @classmethod
@@ -80,11 +117,26 @@ class Settings(BaseModel):
     ) -> Settings:
         """Settings from a config section and the environment (which wins)."""
         raw: dict[str, Any] = dict(config or {})
+        unknown = sorted(set(raw) - set(cls.model_fields))
+        if unknown:
+            raise SettingsError(
+                f"unknown setting {unknown[0]!r} in callback_settings.{CONFIG_SECTION}"
+                f"{closest(unknown[0], cls.model_fields)}; known: {', '.join(cls.model_fields)}"
+            )
         environ = os.environ if environ is None else environ
+        cls.warn_unknown_environment(environ)
+        for switch in SWITCHES:
+            if switch in environ:
+                try:
+                    strict_boolean(environ[switch])
+                except ValueError as exc:
+                    raise SettingsError(f"{switch}: {exc}") from None
+        from_env: dict[str, str] = {}
         for name in cls.model_fields:
             value = environ.get(ENV_PREFIX + name.upper())
             if value is None:
                 continue
+            from_env[name] = ENV_PREFIX + name.upper()
             if name in ("dialects", "policies"):
                 try:
                     raw[name] = json.loads(value)
@@ -92,7 +144,50 @@ class Settings(BaseModel):
                     raise ValueError(f"{ENV_PREFIX}{name.upper()} is not JSON: {exc}") from exc
             else:
                 raw[name] = value
-        return cls.model_validate(raw)
+        try:
+            return cls.model_validate(raw)
+        except ValidationError as exc:
+            raise SettingsError(_one_line(exc, from_env)) from None
+
+    @classmethod
+    def environment_names(cls) -> list[str]:
+        return [ENV_PREFIX + name.upper() for name in cls.model_fields] + list(SWITCHES)
+
+    @classmethod
+    def warn_unknown_environment(cls, environ: Mapping[str, str]) -> list[str]:
+        """One warning per `LITELLM_REASONING_*` variable this package does not read (a typo
+        would otherwise be ignored silently), with the closest valid name."""
+        known = cls.environment_names()
+        unknown = sorted(k for k in environ if k.startswith(ENV_PREFIX) and k not in known)
+        for name in unknown:
+            if name not in _WARNED:
+                _WARNED.add(name)
+                logger.warning(
+                    "litellm-reasoning: environment variable %s is not a setting and is ignored%s",
+                    name,
+                    closest(name, known),
+                )
+        return unknown
+
+
+_WARNED: set[str] = set()
+
+
+def _one_line(exc: ValidationError, from_env: Mapping[str, str]) -> str:
+    """The first problem pydantic found, as `setting=value: what is wrong` (the setting named
+    as the user wrote it: its environment variable, or its key in the config section)."""
+    error = exc.errors()[0]
+    loc = [str(part) for part in error["loc"]]
+    if loc and loc[0] in from_env:
+        loc[0] = f"{from_env[loc[0]]} ({loc[0]})"
+    else:
+        loc.insert(0, f"callback_settings.{CONFIG_SECTION}")
+    name = ".".join(loc)
+    message = str(error["msg"]).removeprefix("Value error, ")
+    value = error.get("input")
+    if isinstance(value, str) and value in message:
+        return f"{name}: {message}"
+    return f"{name}={value!r}: {message}"
 
 
 _MISSPELLINGS = (
@@ -153,9 +248,9 @@ def callback_from_environment() -> ReasoningCallback:
         raise RuntimeError(
             f"litellm-reasoning: invalid setting (callback_settings.{CONFIG_SECTION} or "
             f"{ENV_PREFIX}*): {exc}"
-        ) from exc
+        ) from None
     _log_through_litellm(settings.log_level)
-    return ReasoningCallback(
+    callback = ReasoningCallback(
         store=settings.store,
         namespace=settings.namespace,
         dialects=settings.dialects,
@@ -165,3 +260,67 @@ def callback_from_environment() -> ReasoningCallback:
         scope_from_client=settings.scope_from_client,
         legacy_keys=settings.legacy_keys,
     )
+    logger.info("%s", startup_line(callback, settings))
+    return callback
+
+
+def startup_line(callback: ReasoningCallback, settings: Settings) -> str:
+    """The sign of life: version, store and its persistence, scope, policy overrides."""
+    from . import __version__
+    from .stores import ResilientStore
+
+    store = callback.store
+    if isinstance(store, ResilientStore):
+        kept = f"{store.name} (persistent, shared with every process using it)"
+    else:
+        kept = f"{type(store).__name__} (this process only: lost on restart)"
+    scope = "namespace + virtual key + team" + (
+        " + end user / reasoning_namespace" if settings.scope_from_client else ""
+    )
+    overrides = [f"{p}: {v.value}" for p, v in settings.policies.items()]
+    overrides += [f"{p}: {d}" for p, d in settings.dialects.items()]
+    return (
+        f"litellm-reasoning {__version__} active: store {kept}; namespace {settings.namespace!r}; "
+        f"scope {scope}; policies from the model table"
+        + (f" with overrides {', '.join(overrides)}" if overrides else "")
+        + (
+            f"; at most {settings.max_reasoning_tokens} reasoning tokens a request"
+            if settings.max_reasoning_tokens is not None
+            else ""
+        )
+    )
+
+
+def _loaded_by_the_proxys_config() -> bool:
+    """Whether the LiteLLM proxy's config loader is asking (`litellm_settings: callbacks:`)."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code.co_name == "get_instance_fn" and str(
+            frame.f_globals.get("__name__", "")
+        ).startswith("litellm.proxy"):
+            return True
+        frame = frame.f_back  # type: ignore[assignment]
+    return False
+
+
+def _detailed_debug() -> bool:
+    try:
+        from litellm._logging import verbose_logger
+    except ImportError:
+        return False
+    return bool(verbose_logger.isEnabledFor(logging.DEBUG))
+
+
+def callback_for_the_proxy() -> ReasoningCallback:
+    """`callback_from_environment`, for `litellm_reasoning.callback`. Loaded by the proxy's
+    config, a bad setting ends the process with ONE line on stderr naming the setting, its
+    value and the closest valid one (exit code 2), not the proxy's chained traceback of its
+    startup; `--detailed_debug` keeps the traceback."""
+    try:
+        return callback_from_environment()
+    except (RuntimeError, TypeError, ValueError) as exc:
+        if not _loaded_by_the_proxys_config() or _detailed_debug():
+            raise
+        sys.stderr.write(f"{exc}\n")
+        sys.stderr.flush()
+        os._exit(2)

@@ -41,6 +41,15 @@ install proxy-1.106.12 proxy-1.106.12.txt dev,proxy
 install proxy-1.108.7 proxy-1.108.7.txt dev,proxy
 install sdk-1.110.2 sdk-1.110.2.txt dev
 
+# Quality gates first (ruff and mypy pinned by constraints/proxy-1.108.7.txt): any finding of
+# the linter, the formatter or strict typing fails the run before a test starts.
+gates=.venvs/proxy-1.108.7/bin
+echo "== quality gates: ruff check, ruff format --check, mypy --strict"
+if ! { "$gates/ruff" check . && "$gates/ruff" format --check . && "$gates/mypy" --strict; }; then
+  echo "quality gates failed: fix the findings above (tests not run)" >&2
+  exit 1
+fi
+
 # The Redis tests need a server on 127.0.0.1:6379 (and `redis-server` for the cluster and
 # Sentinel ones they start themselves): one is started here when none answers and the binary is
 # there (`.ci/run` installs it); without it those tests skip (fail when CI is set).

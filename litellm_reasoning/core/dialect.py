@@ -85,6 +85,10 @@ class Dialect(Protocol):
     """True when the sync path patches the body's assistant messages with `patch_wire`."""
     keeps_block_order: ClassVar[bool]
     """True when a reply's reasoning blocks must go back where they stood among its content."""
+    requires_reasoning: ClassVar[bool]
+    """True when the target refuses an assistant message it wants reasoning on without it."""
+    has_tool_loop_rule: ClassVar[bool]
+    """True when `validity_start` can require reasoning (an open tool loop's)."""
 
     def accepts(self, reasoning: Reasoning) -> bool:
         """Whether this target can take `reasoning` back (signed by another issuer: no)."""

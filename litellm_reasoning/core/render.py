@@ -76,6 +76,32 @@ def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
     return start
 
 
+def refused_without(
+    messages: Sequence[Any], dialect: Dialect, policy: TurnPolicy, wanted: Sequence[int]
+) -> bool:
+    """Whether the target refuses the request when the reasoning of `wanted` (the messages
+    looked up) is missing: DeepSeek with tools (`requires_reasoning`), Kimi's rule on every
+    tool-call message (`earlier_turns_required`), Claude's open tool loop (`validity_start`).
+    Such a lookup is worth waiting for; elsewhere a miss costs quality, not the call."""
+    if not wanted or policy is TurnPolicy.NONE or not dialect.accepts_reasoning:
+        return False
+    if dialect.requires_reasoning:
+        return True
+    if policy.earlier_turns_required and any(
+        isinstance(messages[i], dict) and messages[i].get("tool_calls") for i in wanted
+    ):
+        return True
+    return dialect.validity_start(messages) is not None
+
+
+def reply_needed_next(dialect: Dialect, policy: TurnPolicy) -> bool:
+    """Whether the next request of a tool loop is refused without the reasoning of a reply to
+    this target (so writing it may wait for the store's longer deadline)."""
+    if policy is TurnPolicy.NONE or not dialect.accepts_reasoning:
+        return False
+    return dialect.requires_reasoning or dialect.has_tool_loop_rule or policy.earlier_turns_required
+
+
 def plan(
     messages: Sequence[Any],
     dialect: Dialect,

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from ..core import identity
 from ..core.extract import reasoning_from_message
 from ..core.reasoning import Reasoning
+from ..core.render import reply_needed_next
+from ..wire import get_dialect
 from ..wire.anthropic import body as block_order
 from ..wire.openai_responses import input_items as responses_input
 from ..wire.openrouter.stream import StreamedDetails
@@ -48,12 +50,17 @@ def capture(
     try:
         records = _records_of(engine, state, call, response, source)
         if records:
-            yield Write(call.scope, records)
+            yield Write(call.scope, records, _needed_next(state))
             engine.report.stats["captured"] += primary(records)
     except Exception as exc:
         engine.report.fail("capturing the reply's reasoning", exc)
     finally:
         engine.pending.close(state.id)
+
+
+def _needed_next(state: CallState) -> bool:
+    target = state.rendered_for
+    return target is not None and reply_needed_next(get_dialect(target.dialect), target.policy)
 
 
 def _records_of(

@@ -18,14 +18,14 @@ from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning
-from ..core.render import Rendered, effective_turn_start, plan, render
+from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import History, PrefixCache
 from ..memo.refused import RefusedRecords
 from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
-from ..stores import ReasoningStore
+from ..stores import LocalAnswer, ReasoningStore
 from ..wire import get_dialect
 from ..wire.anthropic.dialect import layout_candidates
 from . import capture
@@ -64,6 +64,8 @@ class Request:
     """The history as hashed (kept after rendering, so the next request reuses it)."""
     origin: tuple[str, str | None] = ("", None)
     """(`identity.origin_of` the deployment, its Router id)."""
+    required: bool = False
+    """The target refuses this request without the records looked up (`refused_without`)."""
 
 
 @dataclass(slots=True)
@@ -182,16 +184,25 @@ class Engine:
         keys: Mapping[int, str],
         before: Mapping[int, str],
         legacy: Mapping[int, str] | None = None,
+        required: bool = False,
     ) -> Flow[dict[str, Reasoning]]:
-        """The stored records of `keys` (and, in the same read, of the `legacy` keys), waiting
-        (at most `capture_wait_seconds`) for a capture still running for a reply they belong
-        to (streams and sync calls capture after the caller has the reply); a finished stream
-        nobody captured yet (a client that stopped reading at the finish chunk) is captured
-        now instead of waited for."""
+        """The stored records of `keys` (then, for the ones missing, of their `legacy` keys),
+        waiting (at most `capture_wait_seconds`) for a capture still running for a reply they
+        belong to (streams and sync calls capture after the caller has the reply); a finished
+        stream nobody captured yet (a client that stopped reading at the finish chunk) is
+        captured now instead of waited for. `required`: the target refuses the request without
+        them, so the store may take its longer deadline."""
         if not keys:
             return {}
-        wanted = sorted({*keys.values(), *(legacy.values() if legacy else ())})
-        found: dict[str, Reasoning] = yield Read(scope, wanted)
+        if required:
+            self.report.stats["required_lookups"] += 1
+        found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
+        if legacy and not isinstance(found, LocalAnswer):
+            older = sorted(
+                {legacy[i] for i, key in keys.items() if key not in found and i in legacy}
+            )
+            if older:
+                found.update((yield Read(scope, older, required)))
         deadline = time.monotonic() + self.capture_wait_seconds
         while True:
             events, ready = self._open_captures(scope, keys, before, found)
@@ -204,7 +215,7 @@ class Engine:
                 if not (yield WaitAny(events, deadline)):
                     break
             missing = sorted({key for key in keys.values() if key not in found})
-            found.update((yield Read(scope, missing)))
+            found.update((yield Read(scope, missing, required)))
         return found
 
     async def lookup_async(
@@ -259,6 +270,7 @@ class Engine:
             more = layout_candidates(messages, target.policy, history.assistant, start)
             wanted = sorted({*wanted, *more})
         digests, empty = history.digests, identity.EMPTY_DIGEST
+        required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
             kwargs,
             messages,
@@ -274,13 +286,16 @@ class Engine:
             history.anchor(len(messages)),
             history,
             read.origin(kwargs, provider),
+            required,
         )
 
     def render_flow(
         self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(kwargs, messages)
-        found = yield from self.lookup(request.scope, request.keys, request.before, request.legacy)
+        found = yield from self.lookup(
+            request.scope, request.keys, request.before, request.legacy, request.required
+        )
         return self.complete(request, found, state), request.target
 
     async def arender(

@@ -19,16 +19,22 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class Read:
-    """The stored records of `keys` (`store.get_many`)."""
+    """The stored records of `keys` (`store.get_many`; `get_required` when the request is
+    refused without them, so the store may wait longer for them)."""
 
     scope: str
     keys: Sequence[str]
+    required: bool = False
 
 
 @dataclass(frozen=True, slots=True)
 class Write:
+    """Keep `records` (`store.put_many`; `put_required` when the next request is refused
+    without them, so the store may wait longer for the write)."""
+
     scope: str
     records: Mapping[str, Reasoning]
+    required: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +57,14 @@ Flow = Generator[Step, Any, T]
 
 def _run(store: ReasoningStore, step: Step) -> Any:
     if isinstance(step, Read):
+        if step.required:
+            return store.get_required(step.scope, list(step.keys))
         return store.get_many(step.scope, list(step.keys))
     if isinstance(step, Write):
-        store.put_many(step.scope, dict(step.records))
+        if step.required:
+            store.put_required(step.scope, dict(step.records))
+        else:
+            store.put_many(step.scope, dict(step.records))
         return None
     if isinstance(step, Delete):
         store.delete_many(step.scope, list(step.keys))
@@ -63,9 +74,14 @@ def _run(store: ReasoningStore, step: Step) -> Any:
 
 async def _arun(store: ReasoningStore, step: Step) -> Any:
     if isinstance(step, Read):
+        if step.required:
+            return await store.aget_required(step.scope, list(step.keys))
         return await store.aget_many(step.scope, list(step.keys))
     if isinstance(step, Write):
-        await store.aput_many(step.scope, dict(step.records))
+        if step.required:
+            await store.aput_required(step.scope, dict(step.records))
+        else:
+            await store.aput_many(step.scope, dict(step.records))
         return None
     if isinstance(step, Delete):
         await store.adelete_many(step.scope, list(step.keys))

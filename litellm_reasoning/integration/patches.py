@@ -40,9 +40,17 @@ logger = logging.getLogger("litellm_reasoning")
 SWITCH = "LITELLM_REASONING_PATCH_LITELLM"
 
 
+_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
+
+
 def enabled() -> bool:
-    """The patches are on unless the environment turns them off."""
-    return os.environ.get(SWITCH, "true").strip().lower() not in ("0", "false", "no", "off")
+    """The patches are on unless the environment turns them off; a value that is not one of
+    true/false/1/0/yes/no is an error naming the variable (not silently "on")."""
+    value = os.environ.get(SWITCH, "true")
+    word = value.strip().lower()
+    if word not in _WORDS:
+        raise ValueError(f"{SWITCH}={value!r} is not a boolean: use true/false, 1/0 or yes/no")
+    return _WORDS[word]
 
 
 Fail = Callable[[str, BaseException], None]

@@ -19,6 +19,8 @@ and lets the request through with only `turn` removed.
 from __future__ import annotations
 
 import asyncio
+import difflib
+import inspect
 import uuid
 from collections import Counter
 from collections.abc import AsyncGenerator, Mapping
@@ -49,6 +51,23 @@ from .kwargs import (
 )
 from .reporting import Reporter
 from .streams import Output, assemble, finished_stream, finishes, responses_output
+
+_LOGGER_KEYWORDS = ("turn_off_message_logging", "message_logging")
+"""What `CustomLogger.__init__` takes besides `**kwargs` (which it ignores)."""
+
+
+def _check_keywords(kwargs: Mapping[str, Any]) -> None:
+    """An unknown keyword is a mistake (`stor=` for `store=`), never passed on to LiteLLM's
+    `CustomLogger`, which would swallow it and leave the default in place."""
+    unknown = [name for name in kwargs if name not in _LOGGER_KEYWORDS]
+    if unknown:
+        known = [*inspect.signature(ReasoningCallback.__init__).parameters, *_LOGGER_KEYWORDS]
+        known = [k for k in known if k not in ("self", "kwargs")]
+        match = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+        hint = f" (did you mean {match[0]!r}?)" if match else ""
+        raise TypeError(
+            f"ReasoningCallback() got an unexpected keyword argument {unknown[0]!r}{hint}"
+        )
 
 
 class ReasoningCallback(CustomLogger):
@@ -94,6 +113,7 @@ class ReasoningCallback(CustomLogger):
         legacy_keys: bool = True,
         **kwargs: Any,
     ) -> None:
+        _check_keywords(kwargs)
         super().__init__(**kwargs)
         self.instance_id = uuid.uuid4().hex
         """Public on purpose: LiteLLM keeps one instance per class and public fields, so a second

@@ -2,9 +2,11 @@
 
 * `memory://?max_records=N&max_bytes=N&ttl=SECONDS`: in-process (the SDK default);
 * `sqlite:///relative/file.db`, `sqlite:////absolute/file.db`: one file shared by the worker
-  processes of one machine (the proxy default), `?ttl=&max_records=&max_bytes=&timeout=`;
+  processes of one machine (the proxy default), `?ttl=&max_records=&max_bytes=&timeout=`
+  `&required_timeout=`;
 * `redis://[:password@]host:port/db` (`rediss://` for TLS): shared by every replica,
-  `?ttl=&max_records=` (per tenant) `&timeout=&prefix=`; other query options go to redis-py;
+  `?ttl=&max_records=` (per tenant) `&timeout=&required_timeout=&prefix=`; other query options
+  go to redis-py;
 * `redis+cluster://[:password@]host:port,host:port/` (`rediss+cluster://`): Redis Cluster,
   Valkey, ElastiCache / MemoryStore in cluster mode, from any startup nodes;
 * `redis+sentinel://[:password@]host:port,host:port/service[/db]`: the primary Sentinel names;
@@ -30,6 +32,7 @@ from urllib.parse import parse_qsl, quote, urlencode, urlparse, urlunparse
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
+    LocalAnswer,
     ReasoningStore,
     StoredRecord,
     StoreUnsupported,
@@ -54,8 +57,8 @@ _COMMON = {"ttl", "max_record_bytes"}
 _WRAPPER = {"local_records", "retry"}
 _OPTIONS = {
     "memory": _COMMON | {"max_records", "max_bytes"},
-    "sqlite": _COMMON | _WRAPPER | {"max_records", "max_bytes", "timeout"},
-    "redis": _COMMON | _WRAPPER | {"max_records", "timeout", "prefix"},
+    "sqlite": _COMMON | _WRAPPER | {"max_records", "max_bytes", "timeout", "required_timeout"},
+    "redis": _COMMON | _WRAPPER | {"max_records", "timeout", "required_timeout", "prefix"},
 }
 
 
@@ -116,7 +119,44 @@ def _split(url: str) -> tuple[str, Any, dict[str, str], dict[str, str]]:
             f"unknown option(s) {sorted(others)} in reasoning store URL {url!r}; "
             f"{kind} takes {sorted(_OPTIONS[kind])}"
         )
+    if others:
+        _check_redis_options(url, others, _OPTIONS[kind])
+    if kind == "sqlite" and not url.startswith("sqlite:///"):
+        raise ValueError(
+            f"reasoning store URL {url!r} is not sqlite:///relative/file.db or "
+            "sqlite:////absolute/file.db (three slashes, a fourth for an absolute path)"
+        )
     return kind, parsed, ours, others
+
+
+def _check_redis_options(url: str, others: Mapping[str, str], ours: set[str]) -> None:
+    """Every option that goes to redis-py is one it takes, with a value its URL parser reads:
+    a typo (`tll=60`) would otherwise fail every write inside redis-py, long after startup."""
+    try:
+        import redis.connection as connection
+    except ImportError:  # the store cannot open anyway: `RedisStore` says so
+        return
+    import difflib
+    import inspect
+
+    accepted = set(getattr(connection, "URL_QUERY_ARGUMENT_PARSERS", {}))
+    for kind in (connection.AbstractConnection, connection.Connection, connection.ConnectionPool):
+        accepted.update(inspect.signature(kind.__init__).parameters)
+    accepted -= {"self", "args", "kwargs", "connection_class", "host", "port", "password"}
+    for name in others:
+        if name not in accepted:
+            match = difflib.get_close_matches(name, sorted(ours | accepted), n=1, cutoff=0.6)
+            hint = f" (did you mean {match[0]!r}?)" if match else ""
+            raise ValueError(
+                f"unknown option {name!r} in reasoning store URL {url!r}{hint}; this package "
+                f"takes {sorted(ours)}, other options go to redis-py"
+            )
+    parse = getattr(connection, "parse_url", None)
+    if parse is not None:
+        try:
+            parse(urlunparse(urlparse(url)._replace(query=urlencode(others))))
+        except ValueError as exc:
+            raise ValueError(f"reasoning store URL {url!r}: {exc}") from None
 
 
 def _number(options: dict[str, str], name: str, default: float) -> float:
@@ -171,6 +211,7 @@ def open_backend(url: str) -> ReasoningStore:
             max_records=int(_number(options, "max_records", 200_000)),
             max_bytes=int(_number(options, "max_bytes", 1024**3)),
             timeout=_number(options, "timeout", 0.5),
+            required_timeout=_number(options, "required_timeout", 2.0),
             **common,
         )
     from .redis import DEFAULT_PREFIX, RedisStore
@@ -180,6 +221,7 @@ def open_backend(url: str) -> ReasoningStore:
         prefix=options.get("prefix", DEFAULT_PREFIX),
         max_records=int(_number(options, "max_records", 10_000)),
         timeout=_number(options, "timeout", 0.2),
+        required_timeout=_number(options, "required_timeout", 2.0),
         **common,
     )
 
@@ -188,7 +230,14 @@ def check_store_url(url: str) -> None:
     """Raise ValueError naming what is wrong with `url` (scheme, options), opening nothing."""
     kind, parsed, options, _ = _split(url)
     _common(options)
-    for name in ("max_records", "max_bytes", "timeout", "local_records", "retry"):
+    for name in (
+        "max_records",
+        "max_bytes",
+        "timeout",
+        "required_timeout",
+        "local_records",
+        "retry",
+    ):
         if name in options:
             _number(options, name, 1)
     if kind == "sqlite" and not (parsed.netloc + parsed.path).lstrip("/"):
@@ -200,6 +249,7 @@ def store_from_url(url: str) -> ReasoningStore:
     backend = open_backend(url)
     if not backend.persistent:  # lives in this process: nothing to fail over from
         return backend
+    backend.open_now()
     kind, parsed, options, _ = _split(url)
     local = MemoryStore(
         max_records=int(_number(options, "local_records", 10_000)),
@@ -216,6 +266,7 @@ def store_from_url(url: str) -> ReasoningStore:
 
 __all__ = [
     "SUPPORTED",
+    "LocalAnswer",
     "MemoryStore",
     "ReasoningStore",
     "ResilientStore",

@@ -65,6 +65,11 @@ class TenantStats:
     newest: float | None
 
 
+class LocalAnswer(dict[str, Reasoning]):
+    """A read the backend did not answer (down, or late): only what the process holds itself.
+    A caller does not ask again for more (another key, the previous release's) in vain."""
+
+
 class StoreUnsupported(NotImplementedError):
     """The backend cannot do this (e.g. inspect a `memory://` store from another process)."""
 
@@ -84,6 +89,22 @@ class ReasoningStore(ABC):
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         """Keep `records` under `scope`, replacing any record under the same key."""
 
+    def get_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        """`get_many` for records the request cannot go without (the provider refuses it): a
+        backend with a short I/O deadline may wait longer for these (Redis'
+        `required_timeout`)."""
+        return self.get_many(scope, keys)
+
+    def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        """`put_many` for records the next request cannot go without: a backend may wait
+        longer for this write (Redis' `required_timeout`, SQLite's lock wait)."""
+        self.put_many(scope, records)
+
+    def is_slow(self, exc: BaseException) -> bool:
+        """Whether `exc` only says that the backend answered too late (its own I/O deadline,
+        a lock held by another process), not that it is unreachable or broken."""
+        return isinstance(exc, TimeoutError)
+
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         """Remove the records of `scope` under `keys` (absent keys are ignored): what a
         provider refused is never restored again, by any process sharing the store."""
@@ -91,6 +112,17 @@ class ReasoningStore(ABC):
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return await asyncio.to_thread(self.get_many, scope, keys)
+
+    async def aget_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        if type(self).get_required is ReasoningStore.get_required:  # nothing to wait longer for
+            return await self.aget_many(scope, keys)
+        return await asyncio.to_thread(self.get_required, scope, keys)
+
+    async def aput_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        if type(self).put_required is ReasoningStore.put_required:  # nothing to wait longer for
+            await self.aput_many(scope, records)
+        else:
+            await asyncio.to_thread(self.put_required, scope, records)
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
         await asyncio.to_thread(self.delete_many, scope, keys)
@@ -112,6 +144,9 @@ class ReasoningStore(ABC):
         """Remove the records of `scope` (a scope string or its `scope_id`; None: every tenant)
         written more than `older_than` seconds ago (None: any age). Returns how many went."""
         raise StoreUnsupported(f"{type(self).__name__} cannot purge")
+
+    def open_now(self) -> None:  # noqa: B027 - optional for backends that connect lazily
+        """Connect (create files, tables) before the first request; never raises."""
 
     def close(self) -> None:  # noqa: B027 - optional for backends without resources
         """Release connections and files."""

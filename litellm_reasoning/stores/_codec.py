@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -74,3 +76,57 @@ def decode(raw: bytes | str) -> Decoded:
         logger.debug("litellm-reasoning: unreadable stored record (%s)", type(exc).__name__)
         record = None
     return Decoded(scope, created, record)
+
+
+class DecodedRecords:
+    """Records decoded before, by their exact stored bytes, bounded in bytes (oldest first).
+
+    A shared store hands every worker the same bytes for a record on every request of its
+    conversation; decoding them again is most of a cold restore's cost. The key is the whole
+    stored value, so the store is still read every time: a record deleted or rewritten there
+    is never answered from here (other bytes, another entry). `Reasoning` is frozen, so one
+    decoded value may serve every request."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[bytes, Decoded] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()  # store reads run on several threads
+        self.hits = 0
+        self.misses = 0
+
+    def decode(self, raw: bytes | str) -> Decoded:
+        key = raw.encode() if isinstance(raw, str) else bytes(raw)
+        with self._lock:
+            decoded = self._entries.get(key)
+            if decoded is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return decoded
+        decoded = decode(key)
+        if decoded.record is None or len(key) > self.max_bytes // 8:
+            return decoded  # junk is not worth keeping; one huge record does not flush the rest
+        with self._lock:
+            self.misses += 1
+            if key not in self._entries:
+                # the decoded value holds about as much as its JSON: counted twice
+                self._entries[key] = decoded
+                self._bytes += 2 * len(key)
+                while self._bytes > self.max_bytes and self._entries:
+                    old, _ = self._entries.popitem(last=False)
+                    self._bytes -= 2 * len(old)
+        return decoded
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+DECODED = DecodedRecords(max_bytes=32 * 1024 * 1024)
+"""The process's decoded records (32 MiB: a few thousand typical records)."""
+
+
+def decode_cached(raw: bytes | str) -> Decoded:
+    """`decode`, answered from `DECODED` when these exact bytes were decoded before."""
+    return DECODED.decode(raw)

@@ -21,19 +21,24 @@ script (records, index, trim), so concurrent writers of one key never leave half
 Bounds: TTL and the per-tenant cap are enforced here; the total memory Redis uses is bounded by
 the server's `maxmemory` with an eviction policy such as `volatile-ttl` or `allkeys-lru` (every
 key this store writes has a TTL). Timeouts are short (`timeout`, default 0.2 s, for connect and
-each reply) and redis-py's own retries are off: `ResilientStore` decides what happens next.
+each reply; `required_timeout`, default 2 s, for the reply to a read the request cannot go
+without) and redis-py's own retries are off: `ResilientStore` decides what happens next.
 
-The sync methods use a `redis.Redis` client, the async ones a `redis.asyncio.Redis` client per
-event loop; key building and (de)serialisation are shared, so each method body is a line or two.
+Deadlines are socket timeouts, counted by the kernel on this store's own connection: the async
+methods run the blocking client on a small thread pool of this store's, so an event loop busy
+with other requests (a saturated proxy worker) never makes a healthy Redis look late, as an
+asyncio client's timer on that loop would.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
+import threading
 import time
-import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from ..core.reasoning import Reasoning
@@ -50,8 +55,6 @@ from ._base import (
 
 try:
     import redis
-    import redis.asyncio as aioredis
-    from redis.asyncio.retry import Retry as AsyncRetry
     from redis.backoff import NoBackoff
     from redis.retry import Retry
 except ImportError as _error:  # pragma: no cover - exercised without the extra
@@ -86,6 +89,11 @@ return excess
 
 _CHUNK = 500
 
+_THREADS = 8
+"""Store calls in flight at once per process (more wait for a thread, with no deadline running)."""
+
+T = TypeVar("T")
+
 
 def _nodes(netloc: str) -> tuple[str | None, str | None, list[tuple[str, int]]]:
     """(username, password, [(host, port)]) of `user:pass@h1:p1,h2:p2`."""
@@ -114,6 +122,7 @@ class RedisStore(ReasoningStore):
         max_records: int = 10_000,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         timeout: float = 0.2,
+        required_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if _import_error is not None:
@@ -127,6 +136,7 @@ class RedisStore(ReasoningStore):
         """Per tenant: a tenant's oldest records go first beyond it."""
         self.max_record_bytes = max_record_bytes
         self.timeout = timeout
+        self.required_timeout = max(required_timeout, timeout)
         self._clock = clock
         self._options: dict[str, Any] = {
             "socket_timeout": timeout,
@@ -139,101 +149,79 @@ class RedisStore(ReasoningStore):
         self._tag = self.mode == "cluster"
         # redis-py's reply types are unions of every possible reply; the replies used here are
         # documented by the commands, so the clients are typed loosely.
-        self._sync: Any
-        self._make_async: Callable[[], Any]
-        if self.mode == "standalone":
-            self._sync = redis.Redis.from_url(url, **self._options, retry=Retry(NoBackoff(), 0))
-            self._make_async = lambda: aioredis.Redis.from_url(
-                url, **self._options, retry=AsyncRetry(NoBackoff(), 0)
-            )
-        elif self.mode == "cluster":
-            self._sync, self._make_async = self._cluster_clients(parsed)
-        else:
-            self._sync, self._make_async = self._sentinel_clients(parsed)
+        self._sync: Any = self._client(parsed, timeout)
+        self._patient: Any = None
+        """(client, put script) for required reads and writes (`required_timeout`), made on
+        first use."""
         self._sync_put = self._sync.register_script(_PUT)
-        self._locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
-            weakref.WeakKeyDictionary()
-        )
-        # redis.asyncio connections belong to the loop that opened them: one client per loop.
-        self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[Any, Any]] = (
-            weakref.WeakKeyDictionary()
-        )
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_pid = 0
+        self._pool_lock = threading.Lock()
 
-    def _cluster_clients(self, parsed: Any) -> tuple[Any, Callable[[], Any]]:
-        import redis.asyncio.cluster as async_cluster
+    def _client(self, parsed: Any, timeout: float) -> Any:
+        options = {**self._options, "socket_timeout": timeout}
+        if self.mode == "standalone":
+            return redis.Redis.from_url(self.url, **options, retry=Retry(NoBackoff(), 0))
+        if self.mode == "cluster":
+            return self._cluster_client(parsed, options)
+        return self._sentinel_client(parsed, options)
+
+    def _cluster_client(self, parsed: Any, options: dict[str, Any]) -> Any:
         import redis.cluster as sync_cluster
 
         # Untyped in redis-py: held as Any.
-        sync_node: Any = sync_cluster.ClusterNode
-        async_node: Any = async_cluster.ClusterNode
-        sync_client: Any = sync_cluster.RedisCluster
-        async_client: Any = async_cluster.RedisCluster
-
+        node: Any = sync_cluster.ClusterNode
+        client: Any = sync_cluster.RedisCluster
         username, password, nodes = _nodes(parsed.netloc)
-        options = {
-            **self._options,
-            "username": username,
-            "password": password,
-            "ssl": parsed.scheme.startswith("rediss"),
-        }
         # A few quick tries: a primary that just failed is replaced by the cluster's own
         # failover; meanwhile `ResilientStore` serves from its local layer.
-        sync = sync_client(
-            startup_nodes=[sync_node(h, p) for h, p in nodes],
+        return client(
+            startup_nodes=[node(h, p) for h, p in nodes],
             retry=Retry(NoBackoff(), 1),
-            **options,
-        )
-        return sync, lambda: async_client(
-            startup_nodes=[async_node(h, p) for h, p in nodes],
-            retry=AsyncRetry(NoBackoff(), 1),
+            username=username,
+            password=password,
+            ssl=parsed.scheme.startswith("rediss"),
             **options,
         )
 
-    def _sentinel_clients(self, parsed: Any) -> tuple[Any, Callable[[], Any]]:
-        import redis.asyncio.sentinel as async_sentinel
+    def _sentinel_client(self, parsed: Any, options: dict[str, Any]) -> Any:
         import redis.sentinel as sync_sentinel
 
         sentinel: Any = sync_sentinel.Sentinel
-        async_sentinel_type: Any = async_sentinel.Sentinel
-
         username, password, nodes = _nodes(parsed.netloc)
         service, _, db = parsed.path.strip("/").partition("/")
         if not service:
             raise ValueError("a Sentinel URL names its service: redis+sentinel://h:p/service/db")
-        primary = {
-            **self._options,
-            "username": username,
-            "password": password,
-            "db": int(db or 0),
-            "ssl": parsed.scheme.startswith("rediss"),
-        }
         sentinels = {"socket_timeout": self.timeout, "socket_connect_timeout": self.timeout}
-        sync = sentinel(nodes, sentinel_kwargs=sentinels).master_for(
-            service, retry=Retry(NoBackoff(), 0), **primary
-        )
-        return sync, lambda: async_sentinel_type(nodes, sentinel_kwargs=sentinels).master_for(
-            service, retry=AsyncRetry(NoBackoff(), 0), **primary
+        return sentinel(nodes, sentinel_kwargs=sentinels).master_for(
+            service,
+            retry=Retry(NoBackoff(), 0),
+            username=username,
+            password=password,
+            db=int(db or 0),
+            ssl=parsed.scheme.startswith("rediss"),
+            **options,
         )
 
-    def _aclient(self) -> tuple[Any, Any]:
-        loop = asyncio.get_running_loop()
-        entry = self._async.get(loop)
-        if entry is None:
-            client = self._make_async()
-            entry = self._async[loop] = (client, client.register_script(_PUT))
-        return entry
+    def _patient_client(self) -> tuple[Any, Any]:
+        if self._patient is None:
+            with self._pool_lock:
+                if self._patient is None:
+                    client = self._client(urlparse(self.url), self.required_timeout)
+                    self._patient = (client, client.register_script(_PUT))
+        return self._patient  # type: ignore[no-any-return]
 
-    async def _ready(self) -> tuple[Any, Any]:
-        """This loop's async client and script. A cluster client learns the slot map once,
-        before first use (concurrent first commands would each start it, and collide)."""
-        entry = self._aclient()
-        if self.mode == "cluster" and not getattr(entry[0], "_litellm_reasoning_ready", False):
-            lock = self._locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
-            async with lock:
-                if not getattr(entry[0], "_litellm_reasoning_ready", False):
-                    await entry[0].initialize()
-                    entry[0]._litellm_reasoning_ready = True
-        return entry
+    async def _off_loop(self, call: Callable[[], T]) -> T:
+        """`call()` on this store's threads: its deadline is the socket's, not the loop's."""
+        with self._pool_lock:
+            if self._pool is None or self._pool_pid != os.getpid():  # a forked worker: anew
+                self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="litellm-reasoning")
+                self._pool_pid = os.getpid()
+            pool = self._pool
+        return await asyncio.get_running_loop().run_in_executor(pool, call)
+
+    def is_slow(self, exc: BaseException) -> bool:
+        return isinstance(exc, (redis.TimeoutError, TimeoutError))
 
     # ------------------------------------------------------------------ shared helpers
 
@@ -253,7 +241,7 @@ class RedisStore(ReasoningStore):
         for key, raw in zip(keys, values, strict=True):
             if raw is None:
                 continue
-            decoded = _codec.decode(raw)
+            decoded = _codec.decode_cached(raw)
             if decoded.record is not None and decoded.scope == scope:
                 found[key] = decoded.record
         return found
@@ -277,17 +265,29 @@ class RedisStore(ReasoningStore):
         names = self._names(scope, keys)
         return self._found(scope, keys, self._sync.mget(names)) if names else {}
 
-    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+    def get_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         names = self._names(scope, keys)
-        return self._found(scope, keys, await (await self._ready())[0].mget(names)) if names else {}
+        return self._found(scope, keys, self._patient_client()[0].mget(names)) if names else {}
+
+    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return await self._off_loop(lambda: self.get_many(scope, keys))
+
+    async def aget_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return await self._off_loop(lambda: self.get_required(scope, keys))
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
             self._sync_put(**call)
 
-    async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+    def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
-            await (await self._ready())[1](**call)
+            self._patient_client()[1](**call)
+
+    async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        await self._off_loop(lambda: self.put_many(scope, records))
+
+    async def aput_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        await self._off_loop(lambda: self.put_required(scope, records))
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         if names := self._names(scope, keys):
@@ -301,23 +301,20 @@ class RedisStore(ReasoningStore):
             pipe.execute()
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
-        if names := self._names(scope, keys):
-            # Two round trips (deletes are rare): redis.asyncio's cluster pipeline queues
-            # commands differently from the standalone one.
-            client = (await self._ready())[0]
-            await client.unlink(*names)
-            await client.zrem(self._index(scope_id(scope)), *names)
+        await self._off_loop(lambda: self.delete_many(scope, keys))
 
     def close(self) -> None:
         self._sync.close()
-        self._async.clear()
+        if self._patient is not None:
+            self._patient[0].close()
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None and self._pool_pid == os.getpid():
+            pool.shutdown(wait=False)
 
     async def aclose(self) -> None:
-        """Close this loop's async connections too (the sync `close` cannot await them)."""
-        entry = self._async.pop(asyncio.get_running_loop(), None)
-        if entry is not None:
-            await entry[0].aclose()
-        self.close()
+        """`close` off the loop (closing connections may block on a lost server)."""
+        await asyncio.to_thread(self.close)
 
     # ------------------------------------------------------------------ operator side
 

@@ -1,18 +1,26 @@
 """`ResilientStore`: a persistent backend behind a local in-memory layer, failing open.
 
 The backend (SQLite, Redis) may be down, slow, locked, read-only or full. Through this wrapper
-every call still returns, within the backend's own short timeout, and never raises:
+every call still returns, within the backend's own timeout, and never raises:
 
 * every record written also goes to a local `MemoryStore` bounded in records and bytes (64 MiB
   by default), so the records of a conversation written just before an outage still restore;
-* when a backend call fails, the store is *down*: one warning is logged (not one per request),
-  and until `retry_seconds` have passed calls do not touch the backend at all (no added delay).
-  Reads are served from the local layer, writes are kept there and remembered as pending;
+* a *slow* answer (the backend's own I/O deadline passed: a socket timeout, a file lock held
+  by a sibling) fails only its own call: a read is answered from the local layer, a write is
+  kept there and written through later. Slowness is measured by the backend on its own I/O,
+  never on the event loop's clock, so a busy loop is never taken for a slow store;
+* the store is *down* after a connection error or any other failure, or after `slow_limit`
+  slow answers in a row of one kind (reads or writes): one warning is logged (not one per
+  request), and until `retry_seconds` have passed calls do not touch the backend at all (no
+  added delay). Reads are served from the local layer, writes are kept there as pending;
 * after `retry_seconds` one call probes the backend (the others keep using the local layer);
   when it succeeds the store is *up* again: one warning says so, and the pending records are
   written through (oldest first, in chunks, stopping at the first failure);
 * while up, the backend is authoritative: the local layer only answers for records that are
-  still pending (so `litellm-reasoning store purge` is not undone by a replica's memory).
+  still pending (so `litellm-reasoning store purge` is not undone by a replica's memory);
+* a *required* read (`get_required`: records the provider refuses the request without) may wait
+  for the backend's longer deadline; while the store is down it is answered at once like any
+  other read.
 
 What can be lost: records beyond the local layer's bound (`local_records`, oldest first) while
 the backend is down, and pending records when the process ends before the backend returns
@@ -28,7 +36,7 @@ from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
 from ..core.reasoning import Reasoning
-from ._base import ReasoningStore, StoredRecord, TenantStats
+from ._base import LocalAnswer, ReasoningStore, StoredRecord, TenantStats
 from .memory import MemoryStore
 
 logger = logging.getLogger("litellm_reasoning")
@@ -45,6 +53,7 @@ class ResilientStore(ReasoningStore):
         *,
         local: MemoryStore | None = None,
         retry_seconds: float = 2.0,
+        slow_limit: int = 2,
         name: str | None = None,
     ) -> None:
         self.backend = backend
@@ -52,8 +61,10 @@ class ResilientStore(ReasoningStore):
         self.local = local if local is not None else MemoryStore(max_records=10_000)
         self.retry_seconds = retry_seconds
         self.name = name or type(backend).__name__
+        self.slow_limit = slow_limit
         self.stats: Counter[str] = Counter()
-        """outages, recoveries, failures, held (kept locally while down), written_through, lost."""
+        """outages, recoveries, failures, slow (answers past the backend's deadline), held (kept
+        locally), written_through, lost, required_reads."""
         # `_lock` guards the breaker state and `_pending`; no I/O ever happens under it.
         self._lock = threading.Lock()
         self._down_since: float | None = None
@@ -62,6 +73,10 @@ class ResilientStore(ReasoningStore):
         """(scope, key) -> generation of records kept only locally, oldest first."""
         self._generation = 0
         self._flushing = False
+        self._slow_in_a_row: Counter[str] = Counter()
+        """"read"/"write" -> slow answers since that kind's last success."""
+        self._flush_at = 0.0
+        """While up: when pending records (kept after a slow write) may next be written."""
 
     @property
     def available(self) -> bool:
@@ -86,14 +101,29 @@ class ResilientStore(ReasoningStore):
             self._retry_at = now + self.retry_seconds
             return True
 
-    def _failed(self, exc: Exception, doing: str) -> None:
+    def _failed(self, exc: Exception, doing: str, kind: str = "write") -> None:
+        self.stats["failures"] += 1
+        if self.backend.is_slow(exc):
+            self.stats["slow"] += 1
+            with self._lock:
+                self._slow_in_a_row[kind] += 1
+                late = self._slow_in_a_row[kind] < self.slow_limit
+                self._flush_at = time.monotonic() + self.retry_seconds
+            if late:
+                # One late answer: this call goes on without the backend, the store stays up.
+                logger.debug(
+                    "litellm-reasoning: store %s answered too late while %s (%r)",
+                    self.name,
+                    doing,
+                    exc,
+                )
+                return
         now = time.monotonic()
         with self._lock:
             first = self._down_since is None
             if first:
                 self._down_since = now
             self._retry_at = now + self.retry_seconds
-        self.stats["failures"] += 1
         if not first:
             logger.debug("litellm-reasoning: store %s still unavailable (%r)", self.name, exc)
             return
@@ -110,12 +140,19 @@ class ResilientStore(ReasoningStore):
             self.retry_seconds,
         )
 
-    def _succeeded(self) -> bool:
+    def _succeeded(self, kind: str) -> bool:
         """After a backend call worked. True when this call must write the pending records
-        through: the store only counts as available again once they are all written."""
+        through: the store only counts as available again once they are all written (while
+        up, records kept after a slow write are tried again once per `retry_seconds`)."""
         with self._lock:
-            if self._down_since is None or self._flushing:
+            self._slow_in_a_row[kind] = 0
+            if self._flushing:
                 return False
+            if self._down_since is None:
+                if not self._pending or time.monotonic() < self._flush_at:
+                    return False
+                self._flushing = True
+                return True
             if self._pending:
                 self._flushing = True
                 return True
@@ -179,8 +216,10 @@ class ResilientStore(ReasoningStore):
             down_since = self._down_since
             if exc is None and not self._pending:
                 self._down_since = None
+            if exc is None:
+                self._slow_in_a_row["write"] = 0
         if exc is not None:
-            self._failed(exc, "writing records kept during an outage through")
+            self._failed(exc, "writing records kept locally through")
         elif down_since is not None and not self._pending:
             self._recovered(down_since, written)
 
@@ -189,7 +228,7 @@ class ResilientStore(ReasoningStore):
     ) -> dict[str, Reasoning]:
         """The backend's answer, completed from the local layer (all of it when down)."""
         if found is None:
-            return self.local.get_many(scope, keys)
+            return LocalAnswer(self.local.get_many(scope, keys))
         with self._lock:
             local = [k for k in keys if k not in found and (scope, k) in self._pending]
         if local:
@@ -210,15 +249,25 @@ class ResilientStore(ReasoningStore):
             self._flush_ended(written, None)
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return self._get(scope, keys, required=False)
+
+    def get_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return self._get(scope, keys, required=True)
+
+    def _get(self, scope: str, keys: Sequence[str], *, required: bool) -> dict[str, Reasoning]:
         found: dict[str, Reasoning] | None = None
         flush = False
         if keys and self._route():
             try:
-                found = self.backend.get_many(scope, keys)
+                if required:
+                    self.stats["required_reads"] += 1
+                    found = self.backend.get_required(scope, keys)
+                else:
+                    found = self.backend.get_many(scope, keys)
             except Exception as exc:
-                self._failed(exc, "reading")
+                self._failed(exc, "reading", "read")
             else:
-                flush = self._succeeded()
+                flush = self._succeeded("read")
         # Merged before the write-through: it clears the pending marks the merge goes by, and
         # the backend's answer predates it.
         merged = self._merge(scope, keys, found)
@@ -227,6 +276,12 @@ class ResilientStore(ReasoningStore):
         return merged
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self._put(scope, records, required=False)
+
+    def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self._put(scope, records, required=True)
+
+    def _put(self, scope: str, records: Mapping[str, Reasoning], *, required: bool) -> None:
         self.local.put_many(scope, records)
         if not records:
             return
@@ -234,7 +289,10 @@ class ResilientStore(ReasoningStore):
             self._hold(scope, list(records))
             return
         try:
-            self.backend.put_many(scope, records)
+            if required:
+                self.backend.put_required(scope, records)
+            else:
+                self.backend.put_many(scope, records)
         except Exception as exc:
             # Held before the outage is declared: a read on another thread that succeeds in
             # between must find them pending (and write them through), not call the store
@@ -243,7 +301,7 @@ class ResilientStore(ReasoningStore):
             self._failed(exc, "writing")
             return
         self._release(scope, list(records), None)
-        if self._succeeded():
+        if self._succeeded("write"):
             self._flush()
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
@@ -256,7 +314,7 @@ class ResilientStore(ReasoningStore):
                 # Lost for the backend: the callback's own refused set still holds them here.
                 self._failed(exc, "deleting")
                 return
-            if self._succeeded():
+            if self._succeeded("write"):
                 self._flush()
 
     # ------------------------------------------------------------------ async
@@ -273,38 +331,64 @@ class ResilientStore(ReasoningStore):
             self._flush_ended(written, None)
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return await self._aget(scope, keys, required=False)
+
+    async def aget_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
+        return await self._aget(scope, keys, required=True)
+
+    async def _aget(
+        self, scope: str, keys: Sequence[str], *, required: bool
+    ) -> dict[str, Reasoning]:
         found: dict[str, Reasoning] | None = None
         flush = False
         if keys and self._route():
             try:
-                found = await self.backend.aget_many(scope, keys)
+                if required:
+                    self.stats["required_reads"] += 1
+                    found = await self.backend.aget_required(scope, keys)
+                else:
+                    found = await self.backend.aget_many(scope, keys)
             except Exception as exc:
-                self._failed(exc, "reading")
+                self._failed(exc, "reading", "read")
             else:
-                flush = self._succeeded()
+                flush = self._succeeded("read")
         merged = self._merge(scope, keys, found)  # before the write-through (see get_many)
         if flush:
             await self._aflush()
         return merged
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        await self._aput(scope, records, required=False)
+
+    async def aput_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        await self._aput(scope, records, required=True)
+
+    async def _aput(self, scope: str, records: Mapping[str, Reasoning], *, required: bool) -> None:
         self.local.put_many(scope, records)
         if not records:
             return
         if not self._route():
             self._hold(scope, list(records))
             return
+        started = time.monotonic()
         try:
-            await self.backend.aput_many(scope, records)
+            if required:
+                await self.backend.aput_required(scope, records)
+            else:
+                await self.backend.aput_many(scope, records)
         except Exception as exc:
             # Held before the outage is declared: a read on another thread that succeeds in
             # between must find them pending (and write them through), not call the store
             # recovered while this write is still lost.
             self._hold(scope, list(records))
-            self._failed(exc, "writing")
+            self._failed(
+                exc,
+                f"writing{' (required)' if required else ''} for "
+                f"{time.monotonic() - started:.2f} s",
+            )
             return
         self._release(scope, list(records), None)
-        if self._succeeded():
+        if self._succeeded("write"):
             await self._aflush()
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
@@ -316,7 +400,7 @@ class ResilientStore(ReasoningStore):
             except Exception as exc:
                 self._failed(exc, "deleting")
                 return
-            if self._succeeded():
+            if self._succeeded("write"):
                 await self._aflush()
 
     # ------------------------------------------------------------------ lifecycle, operator side

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -31,6 +32,8 @@ from ._base import (
     TenantStats,
     scope_id,
 )
+
+logger = logging.getLogger("litellm_reasoning")
 
 STORE_SCHEMA = 1
 """Version of the table layout below (`PRAGMA user_version`)."""
@@ -91,6 +94,7 @@ class SqliteStore(ReasoningStore):
         max_bytes: int | None = 1024**3,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         timeout: float = 0.5,
+        required_timeout: float = 2.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.path = Path(path).expanduser()
@@ -99,6 +103,8 @@ class SqliteStore(ReasoningStore):
         self.max_bytes = max_bytes
         self.max_record_bytes = max_record_bytes
         self.timeout = timeout
+        self.required_timeout = max(required_timeout, timeout)
+        """How long a write the next request cannot go without waits for the file's lock."""
         self._clock = clock
         # One connection per process, opened on first use (a forked worker opens its own).
         # `_lock` guards it: an sqlite3 connection must not be used by two threads at once.
@@ -128,8 +134,12 @@ class SqliteStore(ReasoningStore):
                 )
             if version < STORE_SCHEMA:
                 # One transaction; every statement is idempotent, so workers racing to create
-                # the file all succeed.
-                script = f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
+                # the file all succeed (waiting for each other as long as a required write).
+                script = (
+                    f"PRAGMA busy_timeout = {round(self.required_timeout * 1000)};"
+                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
+                    f"PRAGMA busy_timeout = {round(self.timeout * 1000)};"
+                )
                 try:
                     conn.executescript(script)
                 except BaseException:
@@ -142,23 +152,46 @@ class SqliteStore(ReasoningStore):
         self._connection, self._pid = conn, os.getpid()
         return conn
 
+    def open_now(self) -> None:
+        """Open the file (and create its tables) before the first request needs it: the
+        workers of a proxy starting together then do not race for the schema under load. A
+        failure here is left to the first real call (and `ResilientStore`)."""
+        try:
+            with self._lock:
+                self._connect()
+        except Exception as exc:
+            logger.debug("litellm-reasoning: opening %s failed (%r)", self.path, exc)
+
     @contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             yield self._connect()
 
     @contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: committed as a whole or not at all."""
+    def _writing(self, wait: float | None = None) -> Iterator[sqlite3.Connection]:
+        """One write transaction: committed as a whole or not at all. `wait`: how long to
+        wait for another process's write lock, when not `timeout`."""
         with self._lock:
             conn = self._connect()
-            conn.execute("BEGIN IMMEDIATE")
+            if wait is not None:
+                conn.execute(f"PRAGMA busy_timeout = {round(wait * 1000)}")
             try:
-                yield conn
-            except BaseException:
-                conn.rollback()
-                raise
-            conn.commit()
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield conn
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            finally:
+                if wait is not None:
+                    conn.execute(f"PRAGMA busy_timeout = {round(self.timeout * 1000)}")
+
+    def is_slow(self, exc: BaseException) -> bool:
+        # Another process held the write lock past `timeout`: the file is fine, just busy.
+        return isinstance(exc, sqlite3.OperationalError) and (
+            "locked" in str(exc) or "busy" in str(exc)
+        )
 
     # ------------------------------------------------------------------ contract
 
@@ -174,12 +207,18 @@ class SqliteStore(ReasoningStore):
                     (sid, now, *chunk),
                 ).fetchall()
                 for key, body in rows:
-                    decoded = _codec.decode(body)
+                    decoded = _codec.decode_cached(body)
                     if decoded.record is not None and decoded.scope == scope:
                         found[key] = decoded.record
         return found
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self._put(scope, records, None)
+
+    def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
+        self._put(scope, records, self.required_timeout)
+
+    def _put(self, scope: str, records: Mapping[str, Reasoning], wait: float | None) -> None:
         sid, now = scope_id(scope), self._clock()
         rows = [
             (sid, key, scope, now, now + self.ttl_seconds, size, body)
@@ -189,7 +228,7 @@ class SqliteStore(ReasoningStore):
         ]
         if not rows:
             return
-        with self._writing() as conn:
+        with self._writing(wait) as conn:
             conn.execute("DELETE FROM records WHERE expires <= ?", (now,))
             conn.executemany(_UPSERT, rows)
             self._evict(conn)

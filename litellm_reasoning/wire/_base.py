@@ -21,6 +21,8 @@ class BaseDialect:
     patches_body: ClassVar[bool] = False
     patches_wire: ClassVar[bool] = False
     keeps_block_order: ClassVar[bool] = False
+    requires_reasoning: ClassVar[bool] = False
+    has_tool_loop_rule: ClassVar[bool] = False
 
     def accepts(self, reasoning: Reasoning) -> bool:
         return True

@@ -41,6 +41,7 @@ class ReasoningContentRequiredDialect(ReasoningContentDialect):
     """
 
     name: ClassVar[str] = "openai_chat_required"
+    requires_reasoning: ClassVar[bool] = True
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)

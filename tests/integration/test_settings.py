@@ -113,3 +113,91 @@ def test_the_proxy_instance_logs_through_litellms_handler(monkeypatch: pytest.Mo
     finally:
         package.removeHandler(handler)
         package.setLevel(level)
+
+
+# ------------------------------------------------------------------ mistakes refused at startup
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_the_closest() -> None:
+    from litellm_reasoning import ReasoningCallback
+
+    with pytest.raises(TypeError, match=r"'stor' \(did you mean 'store'\?\)"):
+        ReasoningCallback(stor="memory://")  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match=r"'namspace' \(did you mean 'namespace'\?\)"):
+        ReasoningCallback(namspace="acme")  # type: ignore[call-arg]
+    # what LiteLLM's CustomLogger itself takes still passes through
+    assert ReasoningCallback(turn_off_message_logging=True).turn_off_message_logging is True
+
+
+def test_an_unknown_environment_variable_is_warned_about_once_with_the_closest_name(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    environ = {"LITELLM_REASONING_STROE": "memory://", "LITELLM_REASONING_NAMESPACE": "x"}
+    with caplog.at_level(logging.WARNING, logger="litellm_reasoning"):
+        settings = Settings.load({}, environ)
+        Settings.load({}, environ)
+    assert settings.namespace == "x"
+    lines = [r.getMessage() for r in caplog.records if "STROE" in r.getMessage()]
+    assert len(lines) == 1, lines
+    assert "did you mean 'LITELLM_REASONING_STORE'" in lines[0]
+
+
+@pytest.mark.parametrize("word", ["maybe", "on", "t", "enabled"])
+@pytest.mark.parametrize(
+    "variable",
+    [
+        "LITELLM_REASONING_LEGACY_KEYS",
+        "LITELLM_REASONING_SCOPE_FROM_CLIENT",
+        "LITELLM_REASONING_PATCH_LITELLM",
+    ],
+)
+def test_a_boolean_takes_only_true_false_1_0_yes_no(word: str, variable: str) -> None:
+    from litellm_reasoning.settings import SettingsError
+
+    with pytest.raises(SettingsError, match="not a boolean"):
+        Settings.load({}, {variable: word})
+    for fine in ("true", "False", "1", "0", "yes", "NO"):
+        Settings.load({}, {variable: fine})
+
+
+def test_patch_switch_read_by_the_callback_is_strict(monkeypatch: pytest.MonkeyPatch) -> None:
+    from litellm_reasoning import ReasoningCallback
+
+    monkeypatch.setenv("LITELLM_REASONING_PATCH_LITELLM", "maybe")
+    with pytest.raises(ValueError, match="LITELLM_REASONING_PATCH_LITELLM='maybe'"):
+        ReasoningCallback()
+
+
+@pytest.mark.parametrize(
+    ("url", "named"),
+    [
+        ("redis://127.0.0.1:6379/0?tll=60", r"'tll' .*did you mean 'ttl'"),
+        ("redis://127.0.0.1:6379/0?socket_timout=1", r"did you mean 'socket_timeout'"),
+        ("redis://127.0.0.1:6379/0?socket_timeout=soon", "socket_timeout"),
+        ("sqlite:/tmp/reasoning.db", "three slashes"),
+    ],
+)
+def test_a_bad_store_url_stops_startup_before_the_first_request(url: str, named: str) -> None:
+    """Found by the URL check, never by the first write inside redis-py (which the fail-open
+    layer would have taken for an outage)."""
+    from litellm_reasoning import ReasoningCallback
+
+    with pytest.raises(ValueError, match=named):
+        Settings.load({"store": url}, {})
+    with pytest.raises(ValueError, match=named):
+        ReasoningCallback(store=url)
+    # redis-py's own options still pass
+    Settings.load({"store": "redis://127.0.0.1:6379/0?health_check_interval=30&ttl=60"}, {})
+
+
+def test_a_mistake_in_the_section_is_one_line_with_the_closest_name(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(litellm, "callback_settings", {"litellm_reasoning": {"namspace": "x"}})
+    with pytest.raises(RuntimeError) as raised:
+        callback_from_environment()
+    text = str(raised.value)
+    assert "'namspace'" in text and "did you mean 'namespace'" in text
+    assert "\n" not in text

@@ -121,6 +121,7 @@ class AnthropicDialect(BaseDialect):
     """Claude on the Anthropic API: signed `thinking_blocks` from Anthropic, or from the client."""
 
     keeps_block_order: ClassVar[bool] = True
+    has_tool_loop_rule: ClassVar[bool] = True
 
     name: ClassVar[str] = "anthropic"
     platform: ClassVar[str] = "anthropic"

@@ -1,0 +1,291 @@
+"""A slow store is not a down store, and a request that needs its reasoning waits for it.
+
+Real Redis throughout: the machine's shared one where it only has to be healthy, a private
+`redis-server` where a test freezes it (SIGSTOP: connections stay open, nothing answers). The
+assertions are events and counters (what the store counted, what reached the wire); the only
+time figures are deadlines set far from machine noise.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import litellm
+import pytest
+from conftest import register
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.reasoning import Reasoning
+from litellm_reasoning.stores import ResilientStore, store_from_url
+from litellm_reasoning.testing.refusals import kimi_reasoning_required
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+if TYPE_CHECKING:
+    from store_fixtures import OwnRedis
+
+pytest_plugins = ["store_fixtures"]
+
+SCOPE = "ns=slow|key=k"
+RECORDS = {f"k{i}": Reasoning.from_text(f"thought {i}") for i in range(20)}
+
+
+def _resilient(url: str) -> ResilientStore:
+    store = store_from_url(url)
+    assert isinstance(store, ResilientStore)
+    return store
+
+
+def _busy(seconds: float) -> None:
+    """Hold the event loop's thread (what a saturated proxy worker's other requests do)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        pass
+
+
+@pytest.fixture
+def thaw_later(own_redis: OwnRedis) -> Iterator[Any]:
+    """`thaw_later(s)`: freeze the private Redis now, thaw it after `s` seconds."""
+    timers: list[threading.Timer] = []
+
+    def freeze_for(seconds: float) -> None:
+        own_redis.freeze()
+        timer = threading.Timer(seconds, own_redis.thaw)
+        timers.append(timer)
+        timer.start()
+
+    yield freeze_for
+    for timer in timers:
+        timer.cancel()
+    own_redis.thaw()
+
+
+async def test_a_busy_event_loop_does_not_make_a_healthy_redis_late(redis_url: str) -> None:
+    """A saturated worker: CPU-bound work holds the loop 30 ms at a time while 8 requests
+    read and write at once (new connections among them). With deadlines on the loop's clock a
+    healthy Redis "times out" here and the breaker opens (release 0.2.0: an outage within the
+    first reads); measured on the store's own sockets nothing is late and every read is whole."""
+    writer = _resilient(f"{redis_url}&timeout=0.2")
+    await writer.aput_many(SCOPE, RECORDS)
+    store = _resilient(f"{redis_url}&timeout=0.2")  # another worker: nothing local
+    stop = time.monotonic() + 1.5
+    reads: list[int] = []
+
+    async def hog() -> None:
+        while time.monotonic() < stop:
+            _busy(0.03)
+            await asyncio.sleep(0)
+
+    async def request(n: int) -> None:
+        while time.monotonic() < stop:
+            reads.append(len(await store.aget_many(SCOPE, list(RECORDS))))
+            await store.aput_many(SCOPE, {f"new-{n}": Reasoning.from_text("w")})
+
+    await asyncio.gather(*(hog() for _ in range(12)), *(request(n) for n in range(8)))
+    assert reads and set(reads) == {len(RECORDS)}
+    assert store.stats["slow"] == 0
+    assert store.stats["outages"] == 0
+    assert store.available and store.pending == 0
+    await store.aclose()
+    await writer.aclose()
+
+
+async def test_one_late_answer_is_not_an_outage(
+    own_redis: OwnRedis, thaw_later: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis answers one read too late: that read goes on without it, the store stays up (no
+    warning, no breaker), and the next read is answered by Redis again."""
+    writer = _resilient(f"{own_redis.url}?timeout=0.2")
+    await writer.aput_many(SCOPE, RECORDS)
+    store = _resilient(f"{own_redis.url}?timeout=0.2")  # another worker: nothing local
+    with caplog.at_level(logging.WARNING, logger="litellm_reasoning"):
+        thaw_later(1.0)
+        assert await store.aget_many(SCOPE, list(RECORDS)) == {}
+        assert store.stats["slow"] == 1 and store.stats["outages"] == 0
+        assert store.available
+        await asyncio.sleep(1.2)  # thawed
+        assert await store.aget_many(SCOPE, list(RECORDS)) == RECORDS
+    assert store.stats["outages"] == 0
+    assert not [r for r in caplog.records if r.name == "litellm_reasoning"], caplog.text
+    await store.aclose()
+    await writer.aclose()
+
+
+async def test_a_required_read_waits_for_a_late_redis(own_redis: OwnRedis, thaw_later: Any) -> None:
+    """The same late Redis: a read the request cannot go without takes the longer deadline and
+    gets the records; a write the next request needs does too."""
+    writer = _resilient(f"{own_redis.url}?timeout=0.2&required_timeout=10")
+    thaw_later(0.6)
+    await writer.aput_required(SCOPE, RECORDS)
+    store = _resilient(f"{own_redis.url}?timeout=0.2&required_timeout=10")
+    thaw_later(0.6)
+    assert await store.aget_required(SCOPE, list(RECORDS)) == RECORDS
+    for s in (writer, store):
+        assert s.stats["slow"] == 0 and s.stats["outages"] == 0 and s.pending == 0
+    assert store.stats["required_reads"] == 1
+    # The sync twins too (LiteLLM's sync calls).
+    thaw_later(0.6)
+    assert store.get_required(SCOPE, ["k1"]) == {"k1": RECORDS["k1"]}
+    assert store.stats["slow"] == 0
+    await store.aclose()
+    await writer.aclose()
+
+
+async def test_a_hung_redis_is_still_declared_down(own_redis: OwnRedis) -> None:
+    """Frozen for good: concurrent reads each time out on their socket, the second late answer
+    in a row opens the breaker, and from then on calls do not touch Redis (a required read
+    included: it is answered from the local layer at once)."""
+    store = _resilient(f"{own_redis.url}?timeout=0.2&required_timeout=10&retry=60")
+    await store.aput_many(SCOPE, RECORDS)  # connected while healthy
+    own_redis.freeze()
+    try:
+        await asyncio.gather(*(store.aget_many(SCOPE, ["k1"]) for _ in range(4)))
+        assert store.stats["outages"] == 1
+        assert not store.available
+        failures = store.stats["failures"]
+        reads = [store.aget_required(SCOPE, ["k1"]) for _ in range(3)]
+        # answered by the local layer (it holds what this process wrote)
+        assert await asyncio.gather(*reads) == [{"k1": RECORDS["k1"]}] * 3
+        assert store.stats["failures"] == failures  # Redis was not asked
+        assert store.stats["required_reads"] == 0
+    finally:
+        own_redis.thaw()
+    await store.aclose()
+
+
+async def test_a_busy_sqlite_writer_is_not_an_outage(tmp_path: Any) -> None:
+    """A sibling process holds the write lock past the store's lock wait once: that write is
+    kept locally (and read back from there), the store stays up, and the record reaches the
+    file with the next write after the lock is free."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 's.db'}?timeout=0.1&retry=0.1"
+    store = _resilient(url)
+    await store.aput_many(SCOPE, {"first": Reasoning.from_text("1")})
+    sibling = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    sibling.execute("BEGIN IMMEDIATE")
+    await store.aput_many(SCOPE, {"held": Reasoning.from_text("2")})
+    assert store.stats["slow"] == 1 and store.stats["outages"] == 0
+    assert store.available and store.pending == 1
+    assert await store.aget_many(SCOPE, ["held"]) == {"held": Reasoning.from_text("2")}
+    sibling.rollback()
+    sibling.close()
+    await asyncio.sleep(0.2)
+    await store.aput_many(SCOPE, {"next": Reasoning.from_text("3")})
+    assert store.pending == 0
+    other = _resilient(url)  # another worker reads the file
+    assert set(await other.aget_many(SCOPE, ["first", "held", "next"])) == {"first", "held", "next"}
+    await store.aclose()
+    await other.aclose()
+
+
+async def test_a_required_sqlite_write_waits_for_a_busy_sibling(tmp_path: Any) -> None:
+    """The same busy sibling, for a write the next request cannot go without (a tool loop's
+    reply): it waits for the lock (`required_timeout`), reaches the file, and nothing is late."""
+    import sqlite3
+
+    url = f"sqlite:///{tmp_path / 's.db'}?timeout=0.1&required_timeout=10"
+    store = _resilient(url)
+    await store.aput_many(SCOPE, {"first": Reasoning.from_text("1")})
+    sibling = sqlite3.connect(tmp_path / "s.db", isolation_level=None, check_same_thread=False)
+    sibling.execute("BEGIN IMMEDIATE")
+    release = threading.Timer(0.6, sibling.rollback)
+    release.start()
+    try:
+        await store.aput_required(SCOPE, {"needed": Reasoning.from_text("2")})
+    finally:
+        release.join()
+        sibling.close()
+    assert store.stats["slow"] == 0 and store.pending == 0
+    other = _resilient(url)
+    assert await other.aget_many(SCOPE, ["needed"]) == {"needed": Reasoning.from_text("2")}
+    await store.aclose()
+    await other.aclose()
+
+
+# ------------------------------------------------------------------ through LiteLLM
+
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+
+
+def _call(call_id: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+
+
+async def test_a_kimi_tool_loop_waits_for_its_reasoning_on_a_late_redis(
+    own_redis: OwnRedis, thaw_later: Any
+) -> None:
+    """Two workers (two callbacks on one Redis), a dropping client, Kimi refusing a tool-call
+    message without its reasoning: Redis is late when worker B continues the loop worker A
+    started. B's lookup is required, waits for Redis and the call passes."""
+    await _continue_on_a_late_redis(own_redis, thaw_later, "openai", "kimi-k2-thinking", True)
+
+
+async def test_a_target_that_takes_the_request_without_reasoning_keeps_the_short_deadline(
+    own_redis: OwnRedis, thaw_later: Any
+) -> None:
+    """The control: Qwen on DashScope (current turn, no refusal documented) on the same late
+    Redis goes on without waiting: its lookup is not required, the read is late once, the
+    message goes without its reasoning, and the store stays up."""
+    await _continue_on_a_late_redis(own_redis, thaw_later, "dashscope", "qwen3-max", False)
+
+
+async def _continue_on_a_late_redis(
+    own_redis: OwnRedis, thaw_later: Any, provider: str, base: str, required: bool
+) -> None:
+    url = f"{own_redis.url}?timeout=0.2&required_timeout=10"
+    model = f"{base}-{uuid.uuid4().hex[:6]}"
+    call_id = "functions.f:0"
+    with Upstream(refuse=[kimi_reasoning_required] if required else []) as kimi:
+        kimi.script(
+            model,
+            Reply(
+                message={
+                    "reasoning_content": "Call f.",
+                    "content": "",
+                    "tool_calls": [_call(call_id)],
+                }
+            ),
+            Reply(message={"reasoning_content": "Done thinking.", "content": "42"}),
+        )
+        params: dict[str, Any] = {
+            "model": f"{provider}/{model}",
+            "api_base": kimi.base_url,
+            "api_key": "k",
+            "tools": TOOLS,
+        }
+        worker_a = register(ReasoningCallback(store=url))
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
+        await litellm.acompletion(messages=messages, **params)
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [_call(call_id)]},
+            {"role": "tool", "tool_call_id": call_id, "content": "42"},
+        ]
+        worker_b = register(ReasoningCallback(store=url))
+        thaw_later(0.6)
+        reply = await litellm.acompletion(messages=messages, **params)
+        assert reply.choices[0].message.content == "42"
+        sent = kimi.bodies(model)[-1]["messages"][1]
+        store_b = worker_b.store
+        assert isinstance(store_b, ResilientStore)
+        assert store_b.stats["outages"] == 0
+        if required:
+            assert sent["reasoning_content"] == "Call f."
+            assert worker_b.stats["required_lookups"] == 1
+            assert worker_b.stats["restored"] == 1
+            assert store_b.stats["slow"] == 0
+        else:
+            assert "reasoning_content" not in sent
+            assert worker_b.stats["required_lookups"] == 0
+            assert worker_b.stats["restored"] == 0
+            assert store_b.stats["required_reads"] == 0
+            # the read was late (and the reply's write too, if Redis was still frozen then)
+            assert store_b.stats["slow"] >= 1
+    litellm.logging_callback_manager._reset_all_callbacks()
+    worker_a.store.close()
+    store_b.close()
