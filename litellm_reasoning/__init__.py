@@ -19,7 +19,7 @@ from .core.reasoning import Reasoning, ReasoningPart
 if TYPE_CHECKING:
     from .integration.reasoning_callback import ReasoningCallback
 
-__version__ = "0.3.0"
+from ._version import __version__
 
 _callback_instance: ReasoningCallback | None = None
 

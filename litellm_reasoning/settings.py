@@ -266,7 +266,7 @@ def callback_from_environment() -> ReasoningCallback:
 
 def startup_line(callback: ReasoningCallback, settings: Settings) -> str:
     """The sign of life: version, store and its persistence, scope, policy overrides."""
-    from . import __version__
+    from ._version import __version__
     from .stores import ResilientStore
 
     store = callback.store

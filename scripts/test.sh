@@ -49,6 +49,21 @@ if ! { "$gates/ruff" check . && "$gates/ruff" format --check . && "$gates/mypy" 
   echo "quality gates failed: fix the findings above (tests not run)" >&2
   exit 1
 fi
+# The documentation site (docs/, mkdocs.yml) builds without a warning (`strict: true`).
+MKDOCS_MATERIAL_VERSION=9.8.2
+if [ ! -x .venvs/tools/bin/mkdocs ]; then
+  if [ -x "$UV" ]; then
+    "$UV" pip install -q --python .venvs/tools/bin/python "mkdocs-material==$MKDOCS_MATERIAL_VERSION"
+  else
+    "$PYTHON" -m venv .venvs/tools
+    .venvs/tools/bin/python -m pip install -q "mkdocs-material==$MKDOCS_MATERIAL_VERSION"
+  fi
+fi
+echo "== documentation: mkdocs build --strict"
+NO_MKDOCS_2_WARNING=1 .venvs/tools/bin/mkdocs build --strict --quiet -d .venvs/site || {
+  echo "the documentation site does not build cleanly (see above)" >&2
+  exit 1
+}
 
 # The Redis tests need a server on 127.0.0.1:6379 (and `redis-server` for the cluster and
 # Sentinel ones they start themselves): one is started here when none answers and the binary is

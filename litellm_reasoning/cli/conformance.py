@@ -41,6 +41,7 @@ import gc
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,15 +328,29 @@ def run_cases(
         return asyncio.run(Runner(upstream).run(cases, progress))
 
 
-def _report_progress(done: int, total: int) -> None:
-    """A line that rewrites itself on a terminal, plain lines otherwise (logs, CI)."""
-    if sys.stderr.isatty():
-        width = 30
-        bar = "#" * (width * done // total)
-        end = "\n" if done == total else ""
-        print(f"\r[{bar:<{width}}] {done}/{total} cases", end=end, file=sys.stderr, flush=True)
-    else:
-        print(f"conformance: {done}/{total} cases done", file=sys.stderr, flush=True)
+class Progress:
+    """Cases done, their rate and the time left: a bar that rewrites itself on a terminal,
+    plain lines otherwise (logs, CI)."""
+
+    def __init__(self) -> None:
+        self.started = time.monotonic()
+
+    def line(self, done: int, total: int) -> str:
+        elapsed = max(time.monotonic() - self.started, 1e-6)
+        rate = done / elapsed
+        left = (total - done) / rate if rate > 0 else float("nan")
+        eta = f"{left:.0f} s left" if done < total else f"{elapsed:.0f} s in all"
+        return f"{done}/{total} cases, {rate * 60:.1f} cases/min, {eta}"
+
+    def __call__(self, done: int, total: int) -> None:
+        if sys.stderr.isatty():
+            width = 30
+            bar = "#" * (width * done // total)
+            end = "\n" if done == total else ""
+            text = f"\r[{bar:<{width}}] {self.line(done, total)}"
+            print(text, end=end, file=sys.stderr, flush=True)
+        else:
+            print(f"conformance: {self.line(done, total)}", file=sys.stderr, flush=True)
 
 
 def table(outcomes: list[Outcome]) -> Iterator[str]:
@@ -355,7 +370,7 @@ def default_paths() -> list[str]:
     return ["conformance"] if Path("conformance").is_dir() else [str(PACKAGED_CASES)]
 
 
-def main(paths: list[str], jobs: int | None = None) -> int:
+def main(paths: list[str], jobs: int | None = None, as_json: bool = False) -> int:
     paths = paths or default_paths()
     missing = [p for p in paths if not Path(p).exists()]
     if missing:
@@ -365,7 +380,22 @@ def main(paths: list[str], jobs: int | None = None) -> int:
     if not cases:
         print("no conformance cases found in " + ", ".join(paths), file=sys.stderr)
         return 2
-    outcomes = run_cases(cases, jobs or min(4, os.cpu_count() or 1), _report_progress)
-    for line in table(outcomes):
-        print(line)
+    outcomes = run_cases(cases, jobs or min(4, os.cpu_count() or 1), Progress())
+    if as_json:
+        rows = [
+            {
+                "case": o.case.name,
+                "call": o.call,
+                "stream": o.stream,
+                "client": o.client,
+                "ok": o.ok,
+                "detail": o.detail,
+            }
+            for o in outcomes
+        ]
+        passed = sum(o.ok for o in outcomes)
+        print(json.dumps({"passed": passed, "failed": len(outcomes) - passed, "runs": rows}))
+    else:
+        for line in table(outcomes):
+            print(line)
     return 0 if all(o.ok for o in outcomes) else 1

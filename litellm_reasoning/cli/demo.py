@@ -11,6 +11,7 @@ client.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -118,7 +119,7 @@ def _result(failures: int) -> str:
     )
 
 
-async def _run(stream: bool) -> int:
+async def _run(stream: bool, summary: dict[str, Any]) -> int:
     import litellm
 
     from ..integration.reasoning_callback import ReasoningCallback
@@ -154,8 +155,10 @@ async def _run(stream: bool) -> int:
         failures = await _replay(upstream, recording, send)
         print(f"\ncallback stats: {dict(sorted(callback.stats.items()))}")
         callback.store.close()
-        print(f"store: {_store_summary(store_url)}")
+        summary.update(stats=dict(sorted(callback.stats.items())), store=_store_summary(store_url))
+        print(f"store: {summary['store']}")
         print(_result(failures))
+    summary["mismatches"] = failures
     return 1 if failures else 0
 
 
@@ -181,7 +184,7 @@ def _store_summary(url: str) -> str:
     return f"{len(rows) - copies} records (+{copies} copies for 0.1.0 replicas)"
 
 
-async def _run_proxy(stream: bool) -> int:
+async def _run_proxy(stream: bool, summary: dict[str, Any]) -> int:
     from ..testing.proxy import INSTALL_HINT, ProxyUnavailable, litellm_executable, run_proxy
 
     try:
@@ -236,11 +239,21 @@ async def _run_proxy(stream: bool) -> int:
                     print(f"the proxy answered with an error: {exc}\nproxy log tail:")
                     print(proxy.log_tail(30))
                     failures = 1
-        print(f"\nstore {store_url}: {_store_summary(store_url)} (deleted with the temp dir)")
+        summary["store"] = _store_summary(store_url)
+        print(f"\nstore {store_url}: {summary['store']} (deleted with the temp dir)")
         print(_result(failures))
+    summary["mismatches"] = failures
     return 1 if failures else 0
 
 
-def main(stream: bool = False, proxy: bool = False) -> int:
+def main(stream: bool = False, proxy: bool = False, as_json: bool = False) -> int:
+    """The demo; `as_json`: the narrative goes to stderr, one JSON summary to stdout."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    return asyncio.run(_run_proxy(stream) if proxy else _run(stream))
+    summary: dict[str, Any] = {"proxy": proxy, "stream": stream}
+    run = _run_proxy(stream, summary) if proxy else _run(stream, summary)
+    if not as_json:
+        return asyncio.run(run)
+    with contextlib.redirect_stdout(sys.stderr):
+        code = asyncio.run(run)
+    print(json.dumps({**summary, "ok": code == 0, "exit_code": code}))
+    return code

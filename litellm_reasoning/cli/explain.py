@@ -11,30 +11,30 @@ No provider is called. Reasoning text is shown as a short preview; signatures on
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from typing import Any, TextIO
 
-from ..stores import default_store_url, store_from_url
+from ..stores import default_store_url, open_backend
 from .store import ENV, PREVIEW, _shown
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser
+) -> None:
     explain = commands.add_parser(
         "explain",
+        parents=[shared],
         help="what the callback would do with a request: per message, stored or not, and why",
     )
     explain.add_argument("request", help="a JSON request body or message list; - for stdin")
     explain.add_argument("--model", help="the model (LiteLLM name), when the file has none")
-    explain.add_argument(
-        "--store", metavar="URL", help=f"store URL (default: ${ENV}, else the proxy's SQLite file)"
-    )
     explain.add_argument("--namespace", default="default", help="the callback's namespace")
     explain.add_argument("--key-hash", help="the proxy's virtual key hash (user_api_key_hash)")
     explain.add_argument("--team", help="the proxy's team id")
     explain.add_argument("--user", help="the end user (`user`)")
-    explain.add_argument("--json", action="store_true", help="machine-readable output")
 
 
 def _load(path: str) -> Any:
@@ -67,7 +67,9 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
     from ..integration.engine import Engine
     from ..integration.reporting import Reporter
 
-    store = store_from_url(store_url)
+    # The bare backend: a store that cannot be reached is an error here (exit 1), as for
+    # `store stats`, never a table of "missing" from an empty fail-open layer.
+    store = open_backend(store_url)
     engine = Engine(
         store=store,
         report=Reporter(),
@@ -87,7 +89,9 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
     kwargs = {**request, "metadata": metadata, "user": tenant.get("user")}
     try:
         prepared = engine.prepare(kwargs, messages)
-        found = store.get_many(prepared.scope, sorted(set(prepared.keys.values())))
+        # Read even when nothing is looked up (a key no record has): an unreachable store is
+        # an error whatever the request.
+        found = store.get_many(prepared.scope, sorted(set(prepared.keys.values())) or ["-"])
         state, _ = new_state(None)
         engine.complete(prepared, found, state)
     finally:
@@ -109,7 +113,15 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
             }
         )
     target = prepared.target
+    hint = None
+    if prepared.provider is None:
+        hint = (
+            f"LiteLLM knows no provider for {request.get('model')!r}: a proxy model group name? "
+            "Give the deployment's own model (its litellm_params.model, e.g. "
+            "--model deepseek/deepseek-chat)"
+        )
     return {
+        "hint": hint,
         "model": request.get("model"),
         "dialect": target.dialect,
         "policy": target.policy.value,
@@ -127,6 +139,8 @@ def print_explained(result: dict[str, Any], out: TextIO) -> None:
         f"({result['why']})",
         file=out,
     )
+    if result.get("hint"):
+        print(f"hint: {result['hint']}", file=out)
     print(f"tenant: {result['scope'] or '-'}", file=out)
     print(f"{'#':>3}  {'role':<9}  {'stored':<6}  {'decision':<15}  message", file=out)
     for row in result["messages"]:
@@ -169,7 +183,10 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         "user": args.user,
     }
     try:
-        result = explain(request, url, tenant)
+        # LiteLLM prints some findings (an unknown provider's list) on stdout: kept off the
+        # command's own output, which may be JSON.
+        with contextlib.redirect_stdout(sys.stderr):
+            result = explain(request, url, tenant)
     except Exception as exc:
         print(f"litellm-reasoning explain: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1

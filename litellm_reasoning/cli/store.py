@@ -24,22 +24,29 @@ ENV = "LITELLM_REASONING_STORE"
 PREVIEW = 80
 
 
-def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """The `store` subcommand (wired into `litellm-reasoning`)."""
+def add_parser(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser], shared: argparse.ArgumentParser
+) -> None:
+    """The `store` subcommand (wired into `litellm-reasoning`); `shared`: the options every
+    command takes anywhere (`--json`, `--store`)."""
     store = commands.add_parser(
-        "store", help="inspect or purge a persistent reasoning store (SQLite, Redis)"
+        "store",
+        parents=[shared],
+        help="inspect or purge a persistent reasoning store (SQLite, Redis)",
     )
-    store.add_argument(
-        "--store", metavar="URL", help=f"store URL (default: ${ENV}, else the proxy's SQLite file)"
-    )
-    store.add_argument("--json", action="store_true", help="machine-readable output")
     actions = store.add_subparsers(dest="action", required=True)
-    actions.add_parser("stats", help="records, bytes, oldest and newest per tenant")
-    show = actions.add_parser("show", help="a tenant's newest records (previews only)")
+    actions.add_parser(
+        "stats", parents=[shared], help="records, bytes, oldest and newest per tenant"
+    )
+    show = actions.add_parser(
+        "show", parents=[shared], help="a tenant's newest records (previews only)"
+    )
     show.add_argument("tenant", help="the tenant: its scope string or its scope id")
     show.add_argument("--limit", type=int, default=20, help="at most this many (default 20)")
     show.add_argument("--full", action="store_true", help="print reasoning text in full")
-    purge = actions.add_parser("purge", help="remove records by tenant and/or age")
+    purge = actions.add_parser(
+        "purge", parents=[shared], help="remove records by tenant and/or age"
+    )
     purge.add_argument("--tenant", metavar="SCOPE", help="only this tenant (scope or scope id)")
     purge.add_argument(
         "--older-than", metavar="SECONDS", type=float, help="only records older than this"
@@ -216,6 +223,15 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
                     )
                     return 2
                 removed = store.purge(scope=args.tenant, older_than=args.older_than)
+                if args.json:
+                    done = {
+                        "store": _shown(url),
+                        "removed": removed,
+                        "tenant": args.tenant,
+                        "older_than": args.older_than,
+                    }
+                    print(json.dumps(done), file=out)
+                    return 0
                 what = f"tenant {args.tenant!r}" if args.tenant else "all tenants"
                 age = f", older than {args.older_than:g} s" if args.older_than is not None else ""
                 print(f"removed {removed} record(s) ({what}{age})", file=out)

@@ -149,7 +149,7 @@ def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Overrid
 
 
 def providers_markdown() -> str:
-    """The supported-providers table the README shows (a test keeps the README in step)."""
+    """The supported-providers table `docs/providers.md` shows (a test keeps it in step)."""
     rows = [
         (
             "`openai/` on api.openai.com, or an official OpenAI model name",

@@ -121,7 +121,7 @@ def _split(url: str) -> tuple[str, Any, dict[str, str], dict[str, str]]:
         )
     if others:
         _check_redis_options(url, others, _OPTIONS[kind])
-    if kind == "sqlite" and not url.startswith("sqlite:///"):
+    if kind == "sqlite" and (parsed.netloc + parsed.path) and not url.startswith("sqlite:///"):
         raise ValueError(
             f"reasoning store URL {url!r} is not sqlite:///relative/file.db or "
             "sqlite:////absolute/file.db (three slashes, a fourth for an absolute path)"

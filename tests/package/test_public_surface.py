@@ -48,6 +48,7 @@ STATS = {
     "refusals_healed",
     "refused_records",
     "foreign_origin",
+    "required_lookups",
 }
 ROOT = REPO
 HOOKS = [
@@ -100,6 +101,8 @@ def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
         "held",
         "written_through",
         "lost",
+        "slow",
+        "required_reads",
     }
     assert counted == STATS
 
@@ -194,3 +197,18 @@ def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) ->
     assert int(found.stdout) > 0
     assert any(n.endswith("licenses/LICENSE") for n in names), sorted(names)[:20]
     assert "License-Expression: MIT" in text
+
+
+@pytest.mark.once
+def test_the_release_workflow_builds_checks_and_publishes_on_a_version_tag() -> None:
+    """Not run here (no CI service): what it does is checked. Publishing is one tag away."""
+    import yaml
+
+    workflow = yaml.safe_load((ROOT / ".github/workflows/release.yml").read_text())
+    assert workflow[True]["push"]["tags"] == ["v*"]  # YAML reads the key `on` as True
+    build = " ".join(str(step.get("run", "")) for step in workflow["jobs"]["build"]["steps"])
+    assert "python -m build" in build and "twine check --strict dist/*" in build
+    assert '"v$version" = "$GITHUB_REF_NAME"' in build
+    publish = workflow["jobs"]["publish"]
+    assert publish["permissions"] == {"id-token": "write"}
+    assert publish["steps"][-1]["uses"].startswith("pypa/gh-action-pypi-publish@")

@@ -1,5 +1,6 @@
-"""A rolling upgrade: release 0.1.0 (the previous release, its own code checked out from git) and
-this release share one SQLite file or one Redis, and each restores what the other captured.
+"""A rolling upgrade: an earlier release (0.1.0, and 0.2.0, the previous one: their own code
+checked out from git) and this release share one SQLite file or one Redis, and each restores
+what the other captured.
 
 Each side runs in its own process through real LiteLLM against its own local upstream: the
 writer captures a tool loop (a tool-call message, whose key changed in this release, and a text
@@ -25,8 +26,9 @@ from paths import REPO
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 ROOT = REPO
-PREVIOUS_RELEASE = "e62144a"
-"""The commit of release 0.1.0 on main."""
+RELEASES = {"0.1.0": "e62144a", "0.2.0": "8d2aebf"}
+"""Earlier releases and their commits on main (0.2.0: the last commit before 0.3.0's store
+changes: threads for Redis, required reads, the decode cache)."""
 
 SCRIPT = r"""
 import asyncio, json, os, sys
@@ -73,18 +75,21 @@ asyncio.run(main())
 """
 
 
-@pytest.fixture(scope="module")
-def previous_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The previous release's package, from this repository's history."""
-    out = tmp_path_factory.mktemp("release-0.1.0")
+@pytest.fixture(scope="module", params=sorted(RELEASES))
+def previous_release(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Path:
+    """An earlier release's package, from this repository's history."""
+    release = request.param
+    out = tmp_path_factory.mktemp(f"release-{release}")
     done = subprocess.run(
-        ["git", "archive", "--format=tar", PREVIOUS_RELEASE, "litellm_reasoning"],
+        ["git", "archive", "--format=tar", RELEASES[release], "litellm_reasoning"],
         cwd=ROOT,
         capture_output=True,
         check=False,
     )
     assert done.returncode == 0, (
-        f"release 0.1.0 ({PREVIOUS_RELEASE}) is not in this clone's history: {done.stderr!r}"
+        f"release {release} ({RELEASES[release]}) is not in this clone's history: {done.stderr!r}"
     )
     with tarfile.open(fileobj=BytesIO(done.stdout)) as archive:
         archive.extractall(out, filter="data")

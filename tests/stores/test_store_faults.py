@@ -53,7 +53,7 @@ class Fault:
     break_: Callable[[], None]
     repair: Callable[[], None]
     from_start: bool = False
-    """Broken before the first request (not mid-run)."""
+    """Broken before the callback starts (the store is opened at startup), not mid-run."""
     big: bool = False
     """Captured reasoning large enough to need new disk space."""
 
@@ -143,7 +143,10 @@ def _warnings(caplog: pytest.LogCaptureFixture, text: str) -> list[str]:
 async def _outage(
     fault: Fault, upstream: Upstream, caplog: pytest.LogCaptureFixture, how: str, name: str
 ) -> None:
-    callback = register(ReasoningCallback(store=fault.url, capture_wait_seconds=5))
+    with caplog.at_level(logging.WARNING, logger="litellm_reasoning"):
+        if fault.from_start:
+            fault.break_()
+        callback = register(ReasoningCallback(store=fault.url, capture_wait_seconds=5))
     store = callback.store
     assert isinstance(store, ResilientStore)
     latencies: list[float] = []
@@ -151,7 +154,8 @@ async def _outage(
     if not fault.from_start:
         await before.first()  # written to the working backend
     with caplog.at_level(logging.WARNING, logger="litellm_reasoning"):
-        fault.break_()
+        if not fault.from_start:
+            fault.break_()
         if not fault.from_start:
             await before.second()  # restored from the local layer
         during = Conversation(upstream, how, latencies, big=fault.big)
