@@ -7,6 +7,10 @@ from typing import Any
 
 import litellm
 
+from litellm_reasoning.testing.upstream import Reply, Upstream
+
+Json = dict[str, Any]
+
 THINKING = {"type": "enabled", "budget_tokens": 1024}
 """Claude's extended thinking, as the tests ask for it."""
 READ_FILE = {
@@ -110,3 +114,38 @@ async def complete(
         return assemble(list(response)) if stream else response.choices[0].message
 
     return await asyncio.to_thread(run)
+
+
+# ------------------------------------------------------------------ Responses to a chat-only model
+
+RESPONSES_TOOLS = [
+    {
+        "type": "function",
+        "name": "get_weather",
+        "description": "Current weather in a city",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    }
+]
+
+
+def chat_only_tool_loop(upstream: Upstream, model: str) -> None:
+    """A DeepSeek tool call, then its answer (what the strict upstream serves `model`)."""
+    call = {
+        "id": "call_paris",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    upstream.script(
+        model,
+        Reply(message={"content": "", "reasoning_content": "Look up Paris.", "tool_calls": [call]}),
+        Reply(message={"content": "Sunny.", "reasoning_content": "It answered."}),
+    )
+
+
+def next_input(first_input: list[Json], output: list[Json], keep: bool) -> list[Json]:
+    """The client's next input: the reply's items (without its reasoning items unless `keep`,
+    as a client that drops them does) and the tool's result."""
+    kept = [item for item in output if keep or item.get("type") != "reasoning"]
+    call = next(item for item in output if item.get("type") == "function_call")
+    result = {"type": "function_call_output", "call_id": call["call_id"], "output": "sunny"}
+    return [*first_input, *kept, result]

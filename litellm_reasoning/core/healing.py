@@ -114,6 +114,20 @@ def heal(
     return None
 
 
+_BREADTH = {
+    TurnPolicy.NONE: 0,
+    TurnPolicy.CURRENT_TURN: 1,
+    TurnPolicy.TOOL_CALLS_ALL_TURNS: 2,
+    TurnPolicy.ALL_TURNS: 3,
+}
+
+
+def widens(new: TurnPolicy, old: TurnPolicy) -> bool:
+    """Whether `new` sends reasoning `old` leaves out (what a refusal may not do to an
+    operator's explicit policy)."""
+    return _BREADTH[new] > _BREADTH[old]
+
+
 def signed_or_encrypted(record: Reasoning) -> bool:
     """Whether `record` holds what only its issuer can read (a signature, encrypted data)."""
     return any(part.signature or part.data for part in record.parts)

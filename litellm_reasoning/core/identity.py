@@ -52,8 +52,13 @@ def _content_parts(content: Any) -> list[Any]:
                 parts.append({k: v for k, v in part.items() if k != "cache_control"})
             else:
                 parts.append(part)
-        # "abc" and [{"type": "text", "text": "abc"}] are the same message to a provider
-        return ["".join(parts)] if all(isinstance(p, str) for p in parts) and parts else parts
+        # "abc" and [{"type": "text", "text": "abc"}] are the same message to a provider, and
+        # so are "", None and [{"type": "text", "text": ""}] (LiteLLM's Responses bridge sends
+        # a reply's empty content back as an empty text part)
+        if all(isinstance(p, str) for p in parts):
+            text = "".join(parts)
+            return [text] if text else []
+        return parts
     return [content]
 
 
@@ -114,8 +119,9 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
             elif kind not in BLOCK_TYPES:
                 return None
             decided = decided and type(kind) is str
-        # only reasoning blocks and no text part: no content, as in `_content_parts`
-        parts = "[" + _quote("".join(texts)) + "]" if has_text else "[]"
+        # only reasoning blocks, or only empty text: no content, as in `_content_parts`
+        joined = "".join(texts) if has_text else ""
+        parts = "[" + _quote(joined) + "]" if joined else "[]"
     else:
         return None
     if calls:

@@ -29,6 +29,9 @@ class Target:
     strip: StripRule = "any"
     """The provider's rule for leaving reasoning out (`policy.STRIP_RULES`); an override of
     the policy keeps it: it is what the provider accepts, not a choice."""
+    operator_policy: bool = False
+    """The policy is the operator's explicit choice (an override): a refusal may narrow it,
+    never widen it."""
 
 
 PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
@@ -102,6 +105,7 @@ def resolve_target(
                 policy=override.policy or target.policy,
                 why=f"override {override.pattern!r}",
                 strip=target.strip,
+                operator_policy=target.operator_policy or override.policy is not None,
             )
     return target
 

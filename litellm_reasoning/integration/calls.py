@@ -61,6 +61,8 @@ class RenderedFor:
     model: str | None
     dialect: str
     policy: TurnPolicy
+    operator_policy: bool = False
+    """`policy` is the operator's explicit choice: a refusal never widens it."""
 
 
 @dataclass(eq=False, slots=True)

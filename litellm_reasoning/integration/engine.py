@@ -15,11 +15,11 @@ from ..core import identity
 from ..core.decisions import summarize
 from ..core.limits import Limited, TokenCounter, apply_limits
 from ..core.messages import continues_prefill
-from ..core.policy import TurnPolicy
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
+from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import History, PrefixCache
 from ..memo.refused import RefusedRecords
@@ -85,10 +85,8 @@ class Engine:
     histories: PrefixCache = dataclasses.field(default_factory=PrefixCache)
     targets: TargetCache = dataclasses.field(default_factory=TargetCache)
     refused: RefusedRecords = dataclasses.field(default_factory=RefusedRecords)
-    healed_policies: dict[tuple[str | None, str | None, str], TurnPolicy] = dataclasses.field(
-        default_factory=dict
-    )
-    """(provider, model, dialect) -> the policy a refusal of that target asked for."""
+    healed_policies: LearnedPolicies = dataclasses.field(default_factory=LearnedPolicies)
+    """(scope, provider, model, dialect) -> the policy a refusal of that target asked for."""
     token_memo: TokenMemo = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
@@ -105,9 +103,9 @@ class Engine:
     def scope(self, kwargs: Mapping[str, Any]) -> str:
         return read.scope_of(kwargs, self.namespace, from_client=self.scope_from_client)
 
-    def target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
-        """The target of a chat call, resolved once per deployment and request shape (LiteLLM's
-        provider lookup is most of a short request's fixed cost)."""
+    def target(self, kwargs: Mapping[str, Any], scope: str) -> tuple[Target, str | None, str]:
+        """The target of a chat call from `scope`, resolved once per deployment and request
+        shape (LiteLLM's provider lookup is most of a short request's fixed cost)."""
         has_tools, preserved_thinking, template_kept = read.request_facts(kwargs)
         key: tuple[Any, ...] | None = (
             *read.deployment_key(kwargs),
@@ -121,7 +119,8 @@ class Engine:
         except TypeError:  # an unhashable input: resolved every time
             resolved, key = None, None
         if resolved is not None:
-            return self.healed(*resolved)
+            cached, cached_provider, cached_model = resolved
+            return self.healed(cached, cached_provider, cached_model, scope)
         provider, bare_model, api_base, names = read.deployment(kwargs)
         target = resolve_target(
             provider,
@@ -135,7 +134,7 @@ class Engine:
         )
         if key is not None:
             self.targets.put(key, (target, provider, bare_model))
-        return self.healed(target, provider, bare_model)
+        return self.healed(target, provider, bare_model, scope)
 
     def responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
         """The target of a native Responses call: resolved as the `responses/<model>` model of
@@ -151,11 +150,12 @@ class Engine:
         return target, provider, bare
 
     def healed(
-        self, target: Target, provider: str | None, model: str
+        self, target: Target, provider: str | None, model: str, scope: str
     ) -> tuple[Target, str | None, str]:
-        """The target, with the policy a refusal of this provider asked for (`refusals`)."""
+        """The target, with the policy a refusal of this provider asked for in requests of
+        this scope (`refusals`)."""
         if self.healed_policies:
-            policy = self.healed_policies.get((provider, model, target.dialect))
+            policy = self.healed_policies.get((scope, provider, model, target.dialect))
             if policy is not None and policy is not target.policy:
                 why = f"{target.why}; the provider refused the previous policy ({policy.value} now)"
                 target = dataclasses.replace(target, policy=policy, why=why)
@@ -196,6 +196,9 @@ class Engine:
             return {}
         if required:
             self.report.stats["required_lookups"] += 1
+        # Captures open before the read: one that closes while the read is under way may have
+        # put its record (or kept it locally) just after the store answered.
+        open_before = self.pending.open_among(scope, before.values())
         found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
         if legacy and not isinstance(found, LocalAnswer):
             older = sorted(
@@ -203,6 +206,17 @@ class Engine:
             )
             if older:
                 found.update((yield Read(scope, older, required)))
+        if open_before:
+            open_now = self.pending.open_among(scope, open_before)
+            late = sorted(
+                {
+                    key
+                    for i, key in keys.items()
+                    if key not in found and before.get(i) in open_before - open_now
+                }
+            )
+            if late:
+                found.update((yield Read(scope, late, required)))
         deadline = time.monotonic() + self.capture_wait_seconds
         while True:
             events, ready = self._open_captures(scope, keys, before, found)
@@ -256,8 +270,8 @@ class Engine:
     # ------------------------------------------------------------------ rendering
 
     def prepare(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Request:
-        target, provider, model = self.target(kwargs)
         scope = self.scope(kwargs)
+        target, provider, model = self.target(kwargs, scope)
         dialect = get_dialect(target.dialect)
         # One pass over the history (reusing what the conversation's earlier request hashed):
         # the digests name this call's reply and the lookups.
@@ -345,7 +359,11 @@ class Engine:
             self.histories.remember(history)
         limited = self._limit(request, rendered, stored)
         state.rendered_for = RenderedFor(
-            request.provider, request.model, request.target.dialect, request.target.policy
+            request.provider,
+            request.model,
+            request.target.dialect,
+            request.target.policy,
+            request.target.operator_policy,
         )
         # What went into this request from the store (what a refusal of it evicts), as
         # references: turned into keys only when a refusal asks.

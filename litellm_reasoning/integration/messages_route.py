@@ -35,7 +35,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
     try:
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
-        target, provider, model = engine.target(kwargs)
+        target, provider, model = engine.target(kwargs, engine.scope(kwargs))
         rust_core.warn_if_served_natively(provider, model)
         dialect = get_dialect(target.dialect)
         as_issued = anthropic_messages.takes_blocks_as_issued(provider)
@@ -84,7 +84,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         engine.report.stats["stripped"] += len(limited.stripped)
         engine.report.stats["over_budget"] += len(limited.over_budget)
         _decide(engine, kwargs, state, target, out, restored_at, missing, limited)
-        state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+        state.rendered_for = RenderedFor(
+            provider, model, target.dialect, target.policy, target.operator_policy
+        )
         state.restored = {wanted[i]: stored[i] for i in restored_at}
         engine.begin(
             state,

@@ -5,6 +5,7 @@ moves to the policy the provider asked for (`core.healing` decides which)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -71,6 +72,10 @@ def heal(
     exception = details.get("exception")
     if target is None or capture is None or exception is None:
         return None
+    if not state.sent:
+        # The request never went out (LiteLLM refused it itself, and may echo what the client
+        # wrote): no provider refused anything, whatever the text says.
+        return None
     refusal = healing.classify(str(exception))
     if refusal is None:
         return None
@@ -79,11 +84,17 @@ def heal(
     healed = healing.heal(refusal, restored, target.policy)
     if healed is None:
         return None
+    widening = healed.policy is not None and healing.widens(healed.policy, target.policy)
+    if widening and target.operator_policy:
+        healed = dataclasses.replace(healed, policy=None)  # the operator's choice holds
+        if not healed.evict:
+            return None
     evicted = {key: restored[key] for key in healed.evict}
     if evicted:
         engine.refused.add(capture.scope, evicted)
     if healed.policy is not None:
-        engine.healed_policies[(target.provider, target.model, target.dialect)] = healed.policy
+        key = (capture.scope, target.provider, target.model, target.dialect)
+        engine.healed_policies.put(key, healed.policy)
     if isinstance(state.reported, dict):
         state.reported["refused"] = {
             "kind": refusal.value,

@@ -70,7 +70,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         sent = sum(tokens[i] for i in (*rendered.restored, *own))
         saved = sum(tokens[i] for i in left_out)
         engine.report.decide(kwargs, summary_of(target, per_item, sent, saved), state)
-        state.rendered_for = RenderedFor(provider, model, target.dialect, target.policy)
+        state.rendered_for = RenderedFor(
+            provider, model, target.dialect, target.policy, target.operator_policy
+        )
         state.restored = {keys[i]: stored[i] for i in rendered.restored if i in stored}
         engine.begin(
             state,

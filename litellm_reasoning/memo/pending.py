@@ -54,6 +54,13 @@ class PendingCaptures:
         with self._lock:
             return list(self._by_state.get((scope, digest), ()))
 
+    def open_among(self, scope: str, digests: Any) -> set[str]:
+        """The `digests` (conversation states) with a capture open now, in one look."""
+        if not self._by_call:  # the common case: nothing open, no lock
+            return set()
+        with self._lock:
+            return {d for d in digests if (scope, d) in self._by_state}
+
     def owners(self, scope: str, digest: str) -> list[tuple[threading.Event, Any]]:
         """`pending`, each with what was filed with it."""
         with self._lock:

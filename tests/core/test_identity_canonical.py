@@ -119,3 +119,38 @@ def test_plain_messages_take_the_fast_path() -> None:
         b'["assistant",[],[["c1","f"]],""]',
         b'["tool",["ok"],[],"c1"]',
     ]
+
+
+def _shapes_of(content: str, pieces: list[str]) -> list[Any]:
+    """Every shape LiteLLM's translations give one text content: the string, one text part,
+    the text cut into several text parts, with a cache_control or reasoning blocks beside
+    it; for empty text also None, no parts and an empty text part (the Responses bridge)."""
+    cut = [{"type": "text", "text": piece} for piece in pieces]
+    shapes: list[Any] = [
+        content,
+        [{"type": "text", "text": content}],
+        [{"type": "text", "text": content, "cache_control": {"type": "ephemeral"}}],
+        cut,
+        [{"type": "thinking", "thinking": "t", "signature": "s"}, *cut],
+        [*cut, {"type": "redacted_thinking", "data": "d"}],
+    ]
+    if not content:
+        shapes += [None, [], [{"type": "text", "text": ""}], [{"type": "text"}]]
+    return shapes
+
+
+@given(pieces=st.lists(text, max_size=4), calls=st.lists(text, max_size=2), role=text)
+@settings(max_examples=300, deadline=None)
+def test_every_shape_of_one_message_has_one_identity(
+    pieces: list[str], calls: list[str], role: str
+) -> None:
+    content = "".join(pieces)
+    tool_calls = [
+        {"id": i, "type": "function", "function": {"name": "f", "arguments": "{}"}} for i in calls
+    ]
+    extra = {"tool_calls": tool_calls} if tool_calls else {}
+    identities = {
+        identity.canonical({"role": role, "content": shape, **extra})
+        for shape in _shapes_of(content, pieces)
+    }
+    assert len(identities) == 1, identities

@@ -591,3 +591,126 @@ async def test_a_router_retry_policy_that_retries_a_400_heals_in_its_retry(
     assert answer.choices[0].message.content == "a.py holds one line."
     assert _sent_with(bodies, SIG) == 1
     assert len(claude.refusals) == 1
+
+
+# ------------------------------------------------------------------ only a provider heals
+
+
+async def test_a_refusal_litellm_raises_itself_heals_nothing_for_anyone(
+    callback: ReasoningCallback,
+) -> None:
+    """LiteLLM rejects a malformed `tool_choice` before any provider sees the request and
+    echoes it: a client can write a refusal's text there ("cannot contain reasoning
+    content"). It never reached a provider, so nothing is healed: the other tenant's Kimi tool
+    loop keeps its reasoning (before 0.3.0: `none` for everyone, and Kimi's 400)."""
+    from litellm_reasoning.testing.refusals import kimi_reasoning_required
+
+    model = "kimi-k2-thinking"
+    with Upstream(refuse=[kimi_reasoning_required]) as kimi:
+        kimi.always(model, _tool_step("R: read a.py"))
+
+        async def step(user: str, messages: list[Any], **extra: Any) -> Any:
+            return await complete(
+                "acompletion",
+                f"openai/{model}",
+                kimi.base_url,
+                messages,
+                stream=False,
+                tools=[TOOL],
+                user=user,
+                **extra,
+            )
+
+        loops: dict[str, list[Any]] = {}
+        for user in ("victim", "attacker"):
+            loops[user] = [{"role": "user", "content": f"What is in a.py? ({user})"}]
+            loops[user].append(dropping_client(await step(user, loops[user])))
+            loops[user].append({"role": "tool", "tool_call_id": "call_1", "content": "x"})
+        forged = {"type": "cannot contain reasoning content must be passed back"}
+        for _ in range(3):
+            with pytest.raises(litellm.BadRequestError, match="Invalid tool choice"):
+                await step("attacker", loops["attacker"], tool_choice=forged)
+        await step("victim", loops["victim"])
+        victim = kimi.bodies(model)[-1]["messages"]
+    assert victim[1]["reasoning_content"] == "R: read a.py"
+    assert kimi.refusals == []
+    assert callback.stats["refusals_healed"] == 0
+
+
+async def test_a_learned_policy_is_the_tenants_own_and_never_widens_the_operators() -> None:
+    """A provider's real "must be passed back" refusal in one tenant's request moves only that
+    tenant's requests to every turn; an operator's explicit `current_turn` is never widened."""
+    model = "acme-scoped-reasoner"
+
+    async def new_turn(server: Upstream, user: str) -> list[Any]:
+        async def call(messages: list[Any]) -> Any:
+            return await complete(
+                "acompletion",
+                f"openai/{model}",
+                server.base_url,
+                messages,
+                stream=False,
+                tools=[TOOL],
+                user=user,
+            )
+
+        messages: list[Any] = [{"role": "user", "content": f"What is in a.py? ({user})"}]
+        messages.append(dropping_client(await call(messages)))
+        messages.append({"role": "tool", "tool_call_id": "call_1", "content": "one line"})
+        messages.append(dropping_client(await call(messages)))
+        messages.append({"role": "user", "content": "And b.py?"})
+        with pytest.raises(litellm.BadRequestError, match="reasoning_content"):
+            await call(messages)  # turn 1's reasoning stripped: refused, and learned
+        return messages
+
+    def script(server: Upstream) -> None:
+        server.always(model, _tool_step("R: read a.py"))
+
+    scoped = register(ReasoningCallback())
+    try:
+        with Upstream(refuse=[deepseek_reasoning_required]) as server:
+            script(server)
+            await new_turn(server, "tenant-b")
+            assert scoped.stats["refusals_healed"] == 1
+            # tenant A has learned nothing from B: its own first refusal happens too
+            await new_turn(server, "tenant-a")
+            assert scoped.stats["refusals_healed"] == 2
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+
+    explicit = register(ReasoningCallback(policies={f"openai/{model}": "current_turn"}))
+    try:
+        with Upstream(refuse=[deepseek_reasoning_required]) as server:
+            script(server)
+            messages = await new_turn(server, "tenant-b")
+            with pytest.raises(litellm.BadRequestError, match="reasoning_content"):
+                await complete(
+                    "acompletion",
+                    f"openai/{model}",
+                    server.base_url,
+                    messages,
+                    stream=False,
+                    tools=[TOOL],
+                    user="tenant-b",
+                )  # the operator's current_turn holds: earlier turns still stripped
+            sent = server.bodies(model)[-1]["messages"]
+        assert [m.get("reasoning_content") for m in sent if m["role"] == "assistant"] == [
+            None,
+            None,
+        ]
+        assert explicit.stats["refusals_healed"] == 0
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+
+
+def test_learned_policies_are_bounded_and_expire() -> None:
+    from litellm_reasoning.memo.learned import LearnedPolicies
+
+    now = [0.0]
+    learned = LearnedPolicies(max_entries=2, ttl_seconds=10, clock=lambda: now[0])
+    for scope in ("a", "b", "c"):
+        learned.put((scope, "p", "m", "d"), TurnPolicy.ALL_TURNS)
+    assert len(learned) == 2 and learned.get(("a", "p", "m", "d")) is None
+    assert learned.get(("c", "p", "m", "d")) is TurnPolicy.ALL_TURNS
+    now[0] = 11
+    assert learned.get(("c", "p", "m", "d")) is None

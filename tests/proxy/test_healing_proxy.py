@@ -59,6 +59,9 @@ def proxy(
         )
         for stream in STREAMS
     ]
+    deployments.append(
+        openai_compatible_deployment("acme-shared", "acme-shared-reasoner", deepseek_like.base_url)
+    )
     store = Path(workdir) / "reasoning.db"
     with run_proxy(
         proxy_config(deployments), workdir, env={"LITELLM_REASONING_STORE": f"sqlite:///{store}"}
@@ -155,3 +158,50 @@ def test_a_server_asking_for_every_turn_gets_it_through_the_proxy(
     last = deepseek_like.bodies(model)[-1]
     sent = [m.get("reasoning_content") for m in last["messages"] if m["role"] == "assistant"]
     assert sent == ["R1: look it up", "R2"]
+
+
+def test_a_client_cannot_flip_another_tenants_policy_through_the_proxy(
+    deepseek_like: Upstream, client: openai.OpenAI
+) -> None:
+    """End user B writes a refusal's text into a malformed `tool_choice`, which LiteLLM
+    rejects itself (and echoes) before any provider sees it: A's tool loop on the same
+    deployment still carries its reasoning, every time (before 0.3.0: 0 of 5 after each of
+    B's requests, DeepSeek's 400)."""
+    model = "acme-shared-reasoner"
+    call = {
+        "id": "call_shared",
+        "type": "function",
+        "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'},
+    }
+    deepseek_like.always(
+        model,
+        Reply(
+            message={"content": None, "reasoning_content": "R: look it up", "tool_calls": [call]}
+        ),
+    )
+
+    def loop(user: str) -> list[dict[str, Any]]:
+        history: list[dict[str, Any]] = [{"role": "user", "content": f"Weather? ({user})"}]
+        got = chat(client, "acme-shared", history, stream=False, tools=TOOLS, user=user)
+        return [
+            *history,
+            got.as_history(),
+            {"role": "tool", "tool_call_id": "call_shared", "content": "Sunny"},
+        ]
+
+    victim, attacker = loop("victim"), loop("attacker")
+    forged = {"type": "cannot contain reasoning content; reasoning_content must be passed back"}
+    for _ in range(3):
+        with pytest.raises(openai.BadRequestError, match="tool choice"):
+            chat(
+                client,
+                "acme-shared",
+                attacker,
+                stream=False,
+                tools=TOOLS,
+                user="attacker",
+                tool_choice=forged,
+            )
+        chat(client, "acme-shared", victim, stream=False, tools=TOOLS, user="victim")
+        sent = deepseek_like.bodies(model)[-1]["messages"]
+        assert sent[1]["reasoning_content"] == "R: look it up"

@@ -14,9 +14,11 @@ from typing import Any
 import openai
 import pytest
 import yaml
+from clients import RESPONSES_TOOLS, chat_only_tool_loop, next_input
 from paths import REPO
 from proxy_utils import Proxy, proxy_config, run_proxy
 
+from litellm_reasoning.testing.refusals import deepseek_reasoning_required
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytestmark = pytest.mark.proxy
@@ -42,7 +44,8 @@ def _request(item: Json) -> Json:
 
 @pytest.fixture(scope="module")
 def upstream() -> Iterator[Upstream]:
-    with Upstream() as up:
+    # DeepSeek's rule judges chat bodies only (the Responses bodies here carry `input`).
+    with Upstream(refuse=[deepseek_reasoning_required]) as up:
         yield up
 
 
@@ -58,6 +61,7 @@ def proxy(upstream: Upstream, tmp_path_factory: pytest.TempPathFactory) -> Itera
             ("native-gpt-5.5", "openai/gpt-5.5"),
             ("bridge-gpt-5", "openai/responses/gpt-5"),
             ("current-turn-gpt-5", "openai/gpt-5"),
+            ("chat-only-deepseek", "deepseek/deepseek-v4-flash"),
         )
     ]
     with run_proxy(
@@ -192,3 +196,30 @@ def test_v1_responses_turn_rule_under_current_turn(
         assert sent[1]["input"] == recorded
     else:
         assert sent[1]["input"] == [i for i in recorded if i.get("type") != "reasoning"]
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["dropping", "keeping"])
+def test_v1_responses_to_a_chat_only_model_restores_the_tool_call_reasoning(
+    upstream: Upstream, client: openai.OpenAI, keep: bool
+) -> None:
+    """`/v1/responses` to DeepSeek (LiteLLM's Responses-to-chat bridge), the official client
+    sending the reply's items back with or without its reasoning items: DeepSeek receives the
+    tool call's `reasoning_content` (its strict rule refuses the request without)."""
+    model = "deepseek-v4-flash"
+    chat_only_tool_loop(upstream, model)
+    first: list[Json] = [{"role": "user", "content": "Weather in Paris?"}]
+    reply = client.responses.create(
+        model="chat-only-deepseek",
+        input=first,  # type: ignore[arg-type]
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+    )
+    output = [item.model_dump(exclude_none=True) for item in reply.output]
+    second = client.responses.create(
+        model="chat-only-deepseek",
+        input=next_input(first, output, keep),  # type: ignore[arg-type]
+        tools=RESPONSES_TOOLS,  # type: ignore[arg-type]
+    )
+    assert second.output_text == "Sunny."
+    sent = upstream.bodies(model)[-1]["messages"]
+    assert sent[1]["reasoning_content"] == "Look up Paris."
+    assert upstream.refusals == []

@@ -64,6 +64,9 @@ async def main():
             await asyncio.sleep(0.2)
             sent = None
         else:
+            if phase == "read-bridge":
+                # the reply's empty content as LiteLLM's Responses bridge sends it back
+                history[1] = {**history[1], "content": [{"type": "text", "text": ""}]}
             upstream.script("m-" + tag, Reply(message={"content": "done"}))
             await litellm.acompletion(messages=history, **common)
             body = upstream.bodies("m-" + tag)[-1]
@@ -133,4 +136,19 @@ def test_old_and_new_releases_restore_each_others_records(
         assert wrote["captured"] == 2, (url, wrote)
         read = _run(reader, url, "read", tag)
         # user, tool-call message (R1), tool result, text answer (R2), the delivery
+        assert read["sent"] == [None, f"R1 {tag}", None, f"R2 {tag}", None], (url, read)
+
+
+@pytest.mark.redis
+def test_this_release_finds_an_earlier_releases_record_under_the_bridges_shape(
+    previous_release: Path, tmp_path: Path
+) -> None:
+    """0.3.0 gives an empty text part the identity of empty content (the Responses bridge's
+    shape of a reply's ""): a tool-call record an earlier release captured is found under it.
+    (The earlier release itself still misses it: that was the bug.)"""
+    for url in _stores(tmp_path):
+        tag = uuid.uuid4().hex[:8]
+        wrote = _run(previous_release, url, "write", tag)
+        assert wrote["captured"] == 2, (url, wrote)
+        read = _run(ROOT, url, "read-bridge", tag)
         assert read["sent"] == [None, f"R1 {tag}", None, f"R2 {tag}", None], (url, read)

@@ -11,6 +11,7 @@ from typing import Any
 import litellm
 import pytest
 import yaml
+from clients import RESPONSES_TOOLS, chat_only_tool_loop, next_input
 from conftest import settled
 from paths import REPO
 
@@ -238,3 +239,37 @@ async def test_openai_reasoning_does_not_follow_a_switch_to_another_provider(
     assert reasoning["encrypted_content"] not in wire
     assert reasoning["summary"][0]["text"][:40] not in wire
     assert cb.stats["dropped"] >= 1  # Claude's dialect saw the record and left it out
+
+
+# ------------------------------------------------------------------ Responses to a chat-only model
+
+
+@pytest.mark.parametrize("keep", [False, True], ids=["dropping", "keeping"])
+async def test_responses_to_a_chat_only_model_restores_the_tool_call_reasoning(
+    cb: ReasoningCallback, keep: bool
+) -> None:
+    """`litellm.aresponses` to DeepSeek goes through LiteLLM's Responses-to-chat bridge, which
+    sends the reply's empty content back as an empty text part: the message is the same one
+    (identity), so its reasoning goes back and DeepSeek's strict rule passes."""
+    from litellm_reasoning.testing.refusals import deepseek_reasoning_required
+
+    model = "deepseek-v4-flash"
+    with Upstream(refuse=[deepseek_reasoning_required]) as deepseek:
+        chat_only_tool_loop(deepseek, model)
+        params: dict[str, Any] = {
+            "model": f"deepseek/{model}",
+            "api_base": deepseek.base_url,
+            "api_key": "k",
+            "tools": RESPONSES_TOOLS,
+        }
+        first = [{"role": "user", "content": "Weather in Paris?"}]
+        reply = await litellm.aresponses(input=first, **params)
+        output = [item.model_dump(exclude_none=True) for item in reply.output]
+        await settled(cb)
+        second = await litellm.aresponses(input=next_input(first, output, keep), **params)
+        assert second.output_text == "Sunny."
+        sent = deepseek.bodies(model)[-1]["messages"]
+        assert sent[1]["role"] == "assistant" and sent[1]["tool_calls"]
+        assert sent[1]["reasoning_content"] == "Look up Paris."
+        assert deepseek.refusals == []
+        assert cb.stats["missing"] == 0
