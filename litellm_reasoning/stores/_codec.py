@@ -7,6 +7,7 @@ version, damage) read as a missing record, never as an error.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import threading
@@ -79,42 +80,46 @@ def decode(raw: bytes | str) -> Decoded:
 
 
 class DecodedRecords:
-    """Records decoded before, by their exact stored bytes, bounded in bytes (oldest first).
+    """Records decoded before, by a digest of their exact stored bytes, bounded in bytes
+    (oldest first).
 
     A shared store hands every worker the same bytes for a record on every request of its
-    conversation; decoding them again is most of a cold restore's cost. The key is the whole
-    stored value, so the store is still read every time: a record deleted or rewritten there
-    is never answered from here (other bytes, another entry). `Reasoning` is frozen, so one
-    decoded value may serve every request."""
+    conversation; decoding them again is most of a cold restore's cost. The key is a 128-bit
+    digest of the whole stored value (hashing is a small fraction of decoding, and the bytes
+    themselves are not kept: each restored byte is held once, as the decoded record), so the
+    store is still read every time: a record deleted or rewritten there is never answered from
+    here (other bytes, another entry). `Reasoning` is frozen, so one decoded value may serve
+    every request."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[bytes, Decoded] = OrderedDict()
+        self._entries: OrderedDict[bytes, tuple[Decoded, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # store reads run on several threads
         self.hits = 0
         self.misses = 0
 
     def decode(self, raw: bytes | str) -> Decoded:
-        key = raw.encode() if isinstance(raw, str) else bytes(raw)
+        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        key = hashlib.blake2b(data, digest_size=16, person=b"lr-decoded").digest()
         with self._lock:
-            decoded = self._entries.get(key)
-            if decoded is not None:
+            entry = self._entries.get(key)
+            if entry is not None:
                 self._entries.move_to_end(key)
                 self.hits += 1
-                return decoded
-        decoded = decode(key)
-        if decoded.record is None or len(key) > self.max_bytes // 8:
+                return entry[0]
+        decoded = decode(data)
+        size = len(data)
+        if decoded.record is None or size > self.max_bytes // 8:
             return decoded  # junk is not worth keeping; one huge record does not flush the rest
         with self._lock:
             self.misses += 1
             if key not in self._entries:
-                # the decoded value holds about as much as its JSON: counted twice
-                self._entries[key] = decoded
-                self._bytes += 2 * len(key)
+                self._entries[key] = (decoded, size)  # the record holds about its JSON's size
+                self._bytes += size
                 while self._bytes > self.max_bytes and self._entries:
-                    old, _ = self._entries.popitem(last=False)
-                    self._bytes -= 2 * len(old)
+                    _, (_, gone) = self._entries.popitem(last=False)
+                    self._bytes -= gone
         return decoded
 
     def clear(self) -> None:

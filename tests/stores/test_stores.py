@@ -644,3 +644,34 @@ def test_store_cli_never_prints_a_password(capsys: pytest.CaptureFixture[str]) -
     assert _shown("redis://:s3cret@127.0.0.1:6379/0") == "redis://:***@127.0.0.1:6379/0"
     assert _shown("rediss://user:pw@h:1/0?prefix=x") == "rediss://user:***@h:1/0?prefix=x"
     assert _shown("sqlite:///a/b.db") == "sqlite:///a/b.db"
+
+
+# ---------------------------------------------------------------------------------- decoding
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "redis"])
+def test_a_record_is_decoded_once_and_a_rewrite_or_delete_still_shows(
+    kind: str, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """Shared stores hand every request the same stored bytes: they are decoded once per
+    process (`_codec.DECODED`, by a digest of the bytes), and the store is still read every
+    time, so a record rewritten or deleted there is never answered from memory."""
+    from litellm_reasoning.stores import _codec
+
+    if kind == "redis":
+        url = request.getfixturevalue("redis_url")
+    else:
+        url = f"sqlite:///{tmp_path / 'decoded.db'}"
+    store = open_backend(url)
+    try:
+        store.put_many(A, {"k": text("first")})
+        misses, hits = _codec.DECODED.misses, _codec.DECODED.hits
+        for _ in range(3):
+            assert store.get_many(A, ["k"]) == {"k": text("first")}
+        assert (_codec.DECODED.misses, _codec.DECODED.hits) == (misses + 1, hits + 2)
+        store.put_many(A, {"k": text("second")})
+        assert store.get_many(A, ["k"]) == {"k": text("second")}
+        store.delete_many(A, ["k"])
+        assert store.get_many(A, ["k"]) == {}
+    finally:
+        store.close()
