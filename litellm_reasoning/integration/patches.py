@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import inspect
 import logging
 import os
@@ -118,6 +119,7 @@ def send_bedrock_redacted_thinking() -> None:
             return
         original = convert
 
+        @functools.wraps(original)
         def translate(thinking_blocks: list[Any]) -> list[Any]:
             out: list[Any] = []
             for block in thinking_blocks:
@@ -157,6 +159,7 @@ def watch_streams() -> None:
         init = CustomStreamWrapper.__init__
         if not getattr(init, "_litellm_reasoning", False):
 
+            @functools.wraps(init)
             def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
                 init(self, *args, **kwargs)
                 with contextlib.suppress(Exception):  # watching must never break the stream
@@ -179,6 +182,7 @@ def watch_streams() -> None:
         if getattr(parse, "_litellm_reasoning", False):
             return
 
+        @functools.wraps(parse)
         def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
             with contextlib.suppress(Exception):  # watching must never break the stream
                 state = getattr(self, "_litellm_reasoning_state", None)
@@ -216,6 +220,7 @@ def keep_messages_stream_bytes() -> None:
         if getattr(original, "_litellm_reasoning", False):
             return
 
+        @functools.wraps(original)
         async def route(*args: Any, **kwargs: Any) -> Any:
             with contextlib.suppress(Exception):  # never breaks the stream's logging
                 logging_obj = kwargs.get("litellm_logging_obj", args[0] if args else None)
@@ -293,6 +298,7 @@ def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], boo
     it builds the body (also inside the coroutine it returns for an async call), and a sync
     call rendered first; calls `applies` says no to pass straight through."""
 
+    @functools.wraps(handle)
     def completion(self: Any, *args: Any, **kwargs: Any) -> Any:
         if not applies(kwargs):
             return handle(self, *args, **kwargs)
@@ -319,6 +325,7 @@ def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], boo
 def _laying_out(build: Callable[..., Any], *, converse: bool) -> Any:
     if inspect.iscoroutinefunction(build):
 
+        @functools.wraps(build)
         async def abuilt(self: Any, *args: Any, **kwargs: Any) -> Any:
             body = await build(self, *args, **kwargs)
             _lay_out(body, converse)
@@ -326,6 +333,7 @@ def _laying_out(build: Callable[..., Any], *, converse: bool) -> Any:
 
         return abuilt
 
+    @functools.wraps(build)
     def built(self: Any, *args: Any, **kwargs: Any) -> Any:
         body = build(self, *args, **kwargs)
         _lay_out(body, converse)
