@@ -10,17 +10,17 @@ Two sources, the second overriding the first:
 
 from __future__ import annotations
 
-import difflib
 import json
 import logging
 import os
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .core.policy import TurnPolicy
+from .core.spelling import boolean, did_you_mean
 from .stores import default_store_url
 
 if TYPE_CHECKING:
@@ -30,7 +30,6 @@ ENV_PREFIX = "LITELLM_REASONING_"
 CONFIG_SECTION = "litellm_reasoning"
 SWITCHES = ("LITELLM_REASONING_PATCH_LITELLM",)
 """Environment variables read outside the settings model (`integration.patches`)."""
-BOOLEAN_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -40,21 +39,10 @@ class SettingsError(ValueError):
     name or value."""
 
 
-def closest(name: str, choices: Iterable[str]) -> str:
-    """` (did you mean 'x'?)`, or nothing when no choice is close."""
-    match = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
-    return f" (did you mean {match[0]!r}?)" if match else ""
-
-
 def strict_boolean(value: Any) -> Any:
-    """`value` as a boolean when it is one of true/false/1/0/yes/no (any case); any other text
-    is an error (pydantic alone would read `on`, `t`, `y`...)."""
-    if isinstance(value, str):
-        word = value.strip().lower()
-        if word not in BOOLEAN_WORDS:
-            raise ValueError(f"{value!r} is not a boolean: use true/false, 1/0 or yes/no")
-        return BOOLEAN_WORDS[word]
-    return value
+    """`value` as a boolean when it is text (`spelling.boolean`: pydantic alone would read
+    `on`, `t`, `y`...); anything else as it is."""
+    return boolean(value) if isinstance(value, str) else value
 
 
 class Settings(BaseModel):
@@ -121,14 +109,15 @@ class Settings(BaseModel):
         if unknown:
             raise SettingsError(
                 f"unknown setting {unknown[0]!r} in callback_settings.{CONFIG_SECTION}"
-                f"{closest(unknown[0], cls.model_fields)}; known: {', '.join(cls.model_fields)}"
+                f"{did_you_mean(unknown[0], cls.model_fields)}; "
+                f"known: {', '.join(cls.model_fields)}"
             )
         environ = os.environ if environ is None else environ
         cls.warn_unknown_environment(environ)
         for switch in SWITCHES:
             if switch in environ:
                 try:
-                    strict_boolean(environ[switch])
+                    boolean(environ[switch])
                 except ValueError as exc:
                     raise SettingsError(f"{switch}: {exc}") from None
         from_env: dict[str, str] = {}
@@ -165,7 +154,7 @@ class Settings(BaseModel):
                 logger.warning(
                     "litellm-reasoning: environment variable %s is not a setting and is ignored%s",
                     name,
-                    closest(name, known),
+                    did_you_mean(name, known),
                 )
         return unknown
 

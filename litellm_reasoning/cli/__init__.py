@@ -12,12 +12,12 @@ EXIT_CODES = """exit codes (every command):
      (store show), a failed conformance case or demo step
   2  a usage or settings mistake (unknown option, bad store URL, missing file): nothing ran"""
 
-STORE_ENV = "LITELLM_REASONING_STORE"
-
 
 def global_options() -> argparse.ArgumentParser:
     """`--json` and `--store`, accepted before or after any command and subcommand (defaults
     are left to the top level, so a later position never resets an earlier one)."""
+    from .store import ENV
+
     options = argparse.ArgumentParser(add_help=False)
     options.add_argument(
         "--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output"
@@ -26,7 +26,7 @@ def global_options() -> argparse.ArgumentParser:
         "--store",
         metavar="URL",
         default=argparse.SUPPRESS,
-        help=f"store URL (default: ${STORE_ENV}, else the proxy's SQLite file)",
+        help=f"store URL (default: ${ENV}, else the proxy's SQLite file)",
     )
     return options
 

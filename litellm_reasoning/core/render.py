@@ -91,7 +91,8 @@ def refused_without(
         isinstance(messages[i], dict) and messages[i].get("tool_calls") for i in wanted
     ):
         return True
-    return dialect.validity_start(messages) is not None
+    # Only a dialect with such a rule walks the history for it (the hot path of every other).
+    return dialect.has_tool_loop_rule and dialect.validity_start(messages) is not None
 
 
 def reply_needed_next(dialect: Dialect, policy: TurnPolicy) -> bool:

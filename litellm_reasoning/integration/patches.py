@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable, Coroutine
 from typing import Any
 
+from ..core.spelling import boolean
 from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
@@ -41,17 +42,14 @@ logger = logging.getLogger("litellm_reasoning")
 SWITCH = "LITELLM_REASONING_PATCH_LITELLM"
 
 
-_WORDS = {"true": True, "1": True, "yes": True, "false": False, "0": False, "no": False}
-
-
 def enabled() -> bool:
     """The patches are on unless the environment turns them off; a value that is not one of
     true/false/1/0/yes/no is an error naming the variable (not silently "on")."""
     value = os.environ.get(SWITCH, "true")
-    word = value.strip().lower()
-    if word not in _WORDS:
-        raise ValueError(f"{SWITCH}={value!r} is not a boolean: use true/false, 1/0 or yes/no")
-    return _WORDS[word]
+    try:
+        return boolean(value)
+    except ValueError as exc:
+        raise ValueError(f"{SWITCH}={value!r}: {exc}") from None
 
 
 Fail = Callable[[str, BaseException], None]

@@ -19,7 +19,6 @@ and lets the request through with only `turn` removed.
 from __future__ import annotations
 
 import asyncio
-import difflib
 import inspect
 import uuid
 from collections import Counter
@@ -31,6 +30,7 @@ from litellm.integrations.custom_logger import CustomLogger
 
 from ..core.limits import TokenCounter, estimate_tokens
 from ..core.policy import TurnPolicy
+from ..core.spelling import did_you_mean
 from ..core.targets import Override, parse_overrides
 from ..core.turns import mark_deliveries, without_turn
 from ..memo.pending import PendingCaptures
@@ -63,10 +63,9 @@ def _check_keywords(kwargs: Mapping[str, Any]) -> None:
     if unknown:
         known = [*inspect.signature(ReasoningCallback.__init__).parameters, *_LOGGER_KEYWORDS]
         known = [k for k in known if k not in ("self", "kwargs")]
-        match = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
-        hint = f" (did you mean {match[0]!r}?)" if match else ""
         raise TypeError(
-            f"ReasoningCallback() got an unexpected keyword argument {unknown[0]!r}{hint}"
+            f"ReasoningCallback() got an unexpected keyword argument {unknown[0]!r}"
+            f"{did_you_mean(unknown[0], known)}"
         )
 
 

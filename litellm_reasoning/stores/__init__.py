@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode, urlparse, urlunparse
 
+from ..core.spelling import did_you_mean
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
@@ -136,7 +137,6 @@ def _check_redis_options(url: str, others: Mapping[str, str], ours: set[str]) ->
         import redis.connection as connection
     except ImportError:  # the store cannot open anyway: `RedisStore` says so
         return
-    import difflib
     import inspect
 
     accepted = set(getattr(connection, "URL_QUERY_ARGUMENT_PARSERS", {}))
@@ -145,8 +145,7 @@ def _check_redis_options(url: str, others: Mapping[str, str], ours: set[str]) ->
     accepted -= {"self", "args", "kwargs", "connection_class", "host", "port", "password"}
     for name in others:
         if name not in accepted:
-            match = difflib.get_close_matches(name, sorted(ours | accepted), n=1, cutoff=0.6)
-            hint = f" (did you mean {match[0]!r}?)" if match else ""
+            hint = did_you_mean(name, sorted(ours | accepted))
             raise ValueError(
                 f"unknown option {name!r} in reasoning store URL {url!r}{hint}; this package "
                 f"takes {sorted(ours)}, other options go to redis-py"

@@ -642,25 +642,25 @@ async def test_a_learned_policy_is_the_tenants_own_and_never_widens_the_operator
     tenant's requests to every turn; an operator's explicit `current_turn` is never widened."""
     model = "acme-scoped-reasoner"
 
-    async def new_turn(server: Upstream, user: str) -> list[Any]:
-        async def call(messages: list[Any]) -> Any:
-            return await complete(
-                "acompletion",
-                f"openai/{model}",
-                server.base_url,
-                messages,
-                stream=False,
-                tools=[TOOL],
-                user=user,
-            )
+    async def call(server: Upstream, user: str, messages: list[Any]) -> Any:
+        return await complete(
+            "acompletion",
+            f"openai/{model}",
+            server.base_url,
+            messages,
+            stream=False,
+            tools=[TOOL],
+            user=user,
+        )
 
+    async def new_turn(server: Upstream, user: str) -> list[Any]:
         messages: list[Any] = [{"role": "user", "content": f"What is in a.py? ({user})"}]
-        messages.append(dropping_client(await call(messages)))
+        messages.append(dropping_client(await call(server, user, messages)))
         messages.append({"role": "tool", "tool_call_id": "call_1", "content": "one line"})
-        messages.append(dropping_client(await call(messages)))
+        messages.append(dropping_client(await call(server, user, messages)))
         messages.append({"role": "user", "content": "And b.py?"})
         with pytest.raises(litellm.BadRequestError, match="reasoning_content"):
-            await call(messages)  # turn 1's reasoning stripped: refused, and learned
+            await call(server, user, messages)  # turn 1's reasoning stripped: refused, learned
         return messages
 
     def script(server: Upstream) -> None:
@@ -684,15 +684,8 @@ async def test_a_learned_policy_is_the_tenants_own_and_never_widens_the_operator
             script(server)
             messages = await new_turn(server, "tenant-b")
             with pytest.raises(litellm.BadRequestError, match="reasoning_content"):
-                await complete(
-                    "acompletion",
-                    f"openai/{model}",
-                    server.base_url,
-                    messages,
-                    stream=False,
-                    tools=[TOOL],
-                    user="tenant-b",
-                )  # the operator's current_turn holds: earlier turns still stripped
+                # the operator's current_turn holds: earlier turns still stripped
+                await call(server, "tenant-b", messages)
             sent = server.bodies(model)[-1]["messages"]
         assert [m.get("reasoning_content") for m in sent if m["role"] == "assistant"] == [
             None,
