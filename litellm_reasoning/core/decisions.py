@@ -18,12 +18,21 @@ from .targets import Target
 METADATA_KEY = "litellm_reasoning"
 """The key under `metadata.spend_logs_metadata` that holds the summary."""
 
-DECISIONS = ("kept", "restored", "stripped", "dropped_foreign", "missing", "over_budget")
+DECISIONS = (
+    "kept",
+    "restored",
+    "reordered",
+    "stripped",
+    "dropped_foreign",
+    "missing",
+    "over_budget",
+)
 """Per assistant message: `kept` (sent as the client sent it), `restored` (sent from the
 store: the client had dropped it), `stripped` (the client sent it, the policy or the strip rule
 left it out), `dropped_foreign` (another issuer's or unsigned: the target cannot take it),
 `missing` (the policy wants it but nobody had it), `over_budget` (left out by
-`max_reasoning_tokens`)."""
+`max_reasoning_tokens`), `reordered` (the client sent the provider's exact blocks in another
+order or grouping: sent in the order the provider issued them)."""
 
 
 def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str, Any]:
@@ -45,6 +54,7 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
         per_message.update(dict.fromkeys(restored_kept, "restored"))
         n_restored = len(restored_kept)
     groups = (
+        ("reordered", rendered.reordered),
         ("stripped", rendered.stripped),
         ("dropped_foreign", rendered.dropped),
         ("missing", rendered.missing),

@@ -41,6 +41,9 @@ class Rendered:
     """Indices that should carry reasoning but none was sent or stored."""
     dropped: list[int] = field(default_factory=list)
     """Indices whose reasoning the target cannot take (another issuer's signature, or none)."""
+    reordered: list[int] = field(default_factory=list)
+    """Kept indices whose blocks the client sent in another order than the provider issued
+    them: sent in the issued order (exact matches only; the dialect's `finish` decides)."""
 
 
 def _own(message: Any) -> Reasoning | None:

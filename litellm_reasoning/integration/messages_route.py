@@ -49,12 +49,16 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         digests = anthropic_messages.prefix_digests(cleaned)
         start = anthropic_messages.turn_start(messages)
         wanted = anthropic_messages.wanted(scope, cleaned, target.policy, start, digests)
-        found = engine.refused.without_refused(
-            scope, await engine.lookup_async(scope, wanted, {i: digests[i] for i in wanted})
+        reorderable = anthropic_messages.reorder_candidates(
+            scope, cleaned, target.policy, start, digests
         )
-        stored = {
+        asked = {**wanted, **reorderable}
+        found = engine.refused.without_refused(
+            scope, await engine.lookup_async(scope, asked, {i: digests[i] for i in asked})
+        )
+        usable = {
             i: found[key]
-            for i, key in wanted.items()
+            for i, key in asked.items()
             if key in found
             and (
                 anthropic_messages.issued_by(found[key], provider)
@@ -62,10 +66,20 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 else dialect.accepts(found[key])
             )
         }
-        stored = engine.of_origin(stored, origin[0], provider)
+        usable = engine.of_origin(usable, origin[0], provider)
+        stored = {i: record for i, record in usable.items() if i in wanted}
         out, restored_at = anthropic_messages.restore(
             cleaned, wanted, stored, start, as_issued=as_issued
         )
+        reordered_at = []
+        for i in reorderable:
+            issued = usable.get(i)
+            fixed = None
+            if issued is not None:
+                fixed = anthropic_messages.in_issued_order(out[i], issued, as_issued=as_issued)
+            if fixed is not None:
+                out[i] = fixed
+                reordered_at.append(i)
         limited = anthropic_messages.limit(
             out,
             target.policy,
@@ -79,11 +93,13 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         gone = {*limited.stripped, *limited.over_budget}
         restored_at = [i for i in restored_at if i not in gone]
         missing = [i for i in wanted if i > start and i not in stored]
+        reordered_at = [i for i in reordered_at if i not in gone]
         engine.report.stats["restored"] += len(restored_at)
+        engine.report.stats["reordered"] += len(reordered_at)
         engine.report.stats["missing"] += len(missing)
         engine.report.stats["stripped"] += len(limited.stripped)
         engine.report.stats["over_budget"] += len(limited.over_budget)
-        _decide(engine, kwargs, state, target, out, restored_at, missing, limited)
+        _decide(engine, kwargs, state, target, out, restored_at, missing, limited, reordered_at)
         state.rendered_for = RenderedFor(
             provider, model, target.dialect, target.policy, target.operator_policy
         )
@@ -117,10 +133,13 @@ def _decide(
     restored: Sequence[int],
     missing: Sequence[int],
     limited: anthropic_messages.Limited,
+    reordered: Sequence[int],
 ) -> None:
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
     it for chat)."""
-    per_message, sent = anthropic_messages.summary_counts(messages, restored, missing, limited)
+    per_message, sent = anthropic_messages.summary_counts(
+        messages, restored, missing, limited, reordered
+    )
     tokens = sum(map(engine.count_tokens, sent))
     summary = summary_of(target, per_message, tokens, limited.saved)
     engine.report.decide(kwargs, summary, state)

@@ -6,7 +6,7 @@ beside LiteLLM's own. Without `prometheus_client` every call here is a no-op.
 
 * `litellm_reasoning_requests_total{dialect, policy}`: requests rendered;
 * `litellm_reasoning_messages_total{dialect, policy, decision}`: assistant messages per decision
-  (`kept`, `restored`, `stripped`, `dropped_foreign`, `missing`, `over_budget`);
+  (`kept`, `restored`, `reordered`, `stripped`, `dropped_foreign`, `missing`, `over_budget`);
 * `litellm_reasoning_tokens_total{dialect, policy, kind}`: estimated reasoning tokens `sent`
   and `saved`;
 * `litellm_reasoning_refusals_total{dialect, kind}`: provider refusals of reasoning the callback

@@ -56,6 +56,7 @@ class Reporter:
     def rendered(self, rendered: Rendered, dialect: str) -> None:
         """Count one rendered request (the decisions line is `decide`'s, after the limits)."""
         self.stats["restored"] += len(rendered.restored)
+        self.stats["reordered"] += len(rendered.reordered)
         self.stats["stripped"] += len(rendered.stripped)
         self.stats["missing"] += len(rendered.missing)
         self.stats["dropped"] += len(rendered.dropped)

@@ -34,6 +34,7 @@ KEYWORDS = [
 STATS = {
     "captured",
     "restored",
+    "reordered",
     "stripped",
     "missing",
     "dropped",

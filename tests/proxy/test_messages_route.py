@@ -26,6 +26,8 @@ GROUPS = {
     "claude-loop": "claude-sonnet-4-5-loop",
     "claude-loop-stream": "claude-sonnet-4-5-loop-stream",
     "claude-current": "claude-sonnet-4-5-current",
+    "claude-code": "claude-opus-4-6-code",
+    "claude-code-stream": "claude-opus-4-6-code-stream",
 }
 """Model group -> the upstream model (one script each). `claude-current*`: policy current_turn."""
 TOOL = {
@@ -352,6 +354,57 @@ def test_an_adapter_deployment_keeps_the_turn_across_a_delivery_and_a_reminder(
         assert not any("turn" in m for m in body["messages"])
     log = proxy.log_path.read_text(errors="replace")
     assert "Traceback" not in log and not [line for line in log.splitlines() if "ERROR" in line]
+
+
+def _claude_code_request() -> dict[str, Any]:
+    from paths import REPO
+
+    path = REPO / "tests" / "fixtures" / "claude_code_reordered.json"
+    fixture: dict[str, Any] = json.loads(path.read_text())
+    return fixture
+
+
+@pytest.mark.parametrize("alter", [False, True], ids=["exact", "one-block-differs"])
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+def test_claude_codes_reordered_blocks_go_out_as_claude_issued_them(
+    claude: AnthropicUpstream, proxy: Any, stream: bool, alter: bool
+) -> None:
+    """Claude Code sends an interleaved reply back as `[thinking, text, thinking, tool_use,
+    tool_use]` (`tests/fixtures/claude_code_reordered.json`): the exact blocks go out in the
+    order Claude issued them, and Claude accepts the request; when one block differs, the
+    message goes out as the client sent it (and Claude refuses it, as it would anyway)."""
+    import anthropic
+
+    fixture = _claude_code_request()
+    reply, request = fixture["reply"], fixture["request"]
+    group = "claude-code-stream" if stream else "claude-code"
+    model = GROUPS[group]
+    claude.script(model, AnthropicReply(reply))
+    claude.always(model, AnthropicReply([{"type": "text", "text": "Fixed."}]))
+    client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
+    params = {k: v for k, v in request.items() if k != "messages"}
+
+    def send(messages: list[Any]) -> Any:
+        if stream:
+            with client.messages.stream(model=group, messages=messages, **params) as events:
+                return events.get_final_message()
+        # an explicit timeout: the SDK refuses a non-streamed 32 000-token request without one
+        return client.messages.create(model=group, messages=messages, timeout=120, **params)
+
+    refused = len(claude.refusals)
+    assert _blocks(send(request["messages"][:1])) == reply
+    messages = request["messages"]
+    if alter:
+        messages = json.loads(json.dumps(messages))
+        block = messages[1]["content"][2]
+        block["thinking"] = block["thinking"].replace("parallel", "sequence")
+        with pytest.raises(anthropic.BadRequestError, match="cannot be modified"):
+            send(messages)
+    else:
+        assert send(messages).content[0].text == "Fixed."
+        assert claude.refusals[refused:] == []
+    sent = claude.bodies(model)[-1]["messages"][1]["content"]
+    assert sent == (messages[1]["content"] if alter else reply)
 
 
 def test_records_of_messages_calls_are_filed_under_the_virtual_key(proxy: Any) -> None:

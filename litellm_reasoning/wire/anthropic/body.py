@@ -16,6 +16,8 @@ from .dialect import (
     CLAUDE_PROVIDERS,
     apply_converse_layout,
     apply_layout,
+    chat_layout,
+    inline_blocks,
     layout_of_blocks,
     layout_of_deltas,
     ordered_blocks,
@@ -33,21 +35,37 @@ def reads_block_order(provider: str | None) -> bool:
     return provider in CLAUDE_PROVIDERS
 
 
-def layouts_of(rendered: Rendered, stored: Mapping[int, Reasoning]) -> Layouts:
+def layouts_of(
+    sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning]
+) -> tuple[dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]], list[int]]:
     """For each kept Claude message whose record knows where its blocks stood: the layout and
     its blocks in their original order. A client that kept the blocks gets them in that order
-    too (LiteLLM and many clients regroup them), when they are exactly the recorded blocks."""
+    too (LiteLLM and many clients regroup or reorder them), when they are exactly the recorded
+    blocks; those whose order the client's message would not have kept (`sent`: the messages as
+    the client sent them) are listed second ("reordered")."""
     out: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = {}
+    reordered: list[int] = []
+    restored = set(rendered.restored)
     for index in rendered.kept:
         message = rendered.messages[index]
-        sent = message.get("thinking_blocks") if isinstance(message, dict) else None
-        found = ordered_blocks(stored.get(index), sent if isinstance(sent, list) else [])
+        blocks = message.get("thinking_blocks") if isinstance(message, dict) else None
+        blocks = blocks if isinstance(blocks, list) else []
+        original = sent[index] if index < len(sent) and isinstance(sent[index], dict) else None
+        found = ordered_blocks(stored.get(index), blocks)
         if found is None:
+            # Not the recorded blocks: blocks the client sent inline in its content go out in
+            # the client's own order (rendering moved them to `thinking_blocks`, which LiteLLM
+            # puts first).
+            own = chat_layout(original) if original and inline_blocks(original) else ()
+            if own and own.count("r") == len(blocks):
+                out[index] = (own, blocks)
             continue
         out[index] = found
-        if sent != found[1]:
+        if blocks != found[1]:
             rendered.messages[index] = {**message, "thinking_blocks": found[1]}
-    return out
+        if index not in restored and original and chat_layout(original) != found[0]:
+            reordered.append(index)
+    return out, reordered
 
 
 def needs_thinking_off(params: Sequence[Any], messages: Sequence[Any]) -> bool:

@@ -148,7 +148,8 @@ class AnthropicDialect(BaseDialect):
         (`body.layouts_of`; the provider body is laid out after LiteLLM translated it)."""
         from .body import layouts_of  # the body module builds on this one
 
-        return Finished(layouts=dict(layouts_of(rendered, stored)))
+        layouts, rendered.reordered = layouts_of(sent, rendered, stored)
+        return Finished(layouts=layouts)
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)
@@ -289,6 +290,52 @@ def _signatures(blocks: Sequence[Any]) -> list[Any]:
     )
 
 
+def block_identity(block: Any) -> tuple[str, str, str, str]:
+    """What makes two reasoning blocks one block: kind, text, signature and data (markers such
+    as `cache_control`, and LiteLLM's `index`, aside)."""
+    if not isinstance(block, dict):
+        return ("?", "", "", "")
+    return (
+        str(block.get("type") or ""),
+        str(block.get("thinking") or ""),
+        str(block.get("signature") or ""),
+        str(block.get("data") or ""),
+    )
+
+
+def same_blocks(a: Sequence[Any], b: Sequence[Any]) -> bool:
+    """The same reasoning blocks, in any order."""
+    return sorted(map(block_identity, a)) == sorted(map(block_identity, b))
+
+
+def inline_blocks(message: Any) -> bool:
+    """Whether a chat message holds reasoning blocks inline in its content."""
+    content = message.get("content") if isinstance(message, dict) else None
+    return isinstance(content, list) and any(
+        isinstance(p, dict) and p.get("type") in BLOCK_TYPES for p in content
+    )
+
+
+def chat_layout(message: Mapping[str, Any]) -> tuple[str, ...]:
+    """The layout LiteLLM builds from a chat assistant message: its content in order (inline
+    thinking blocks in place) or its `thinking_blocks` first, then its tool calls."""
+    content = message.get("content")
+    parts: list[Any] = []
+    if isinstance(content, str) and content:
+        parts = [{"type": "text", "text": content}]
+    elif isinstance(content, list):
+        # LiteLLM leaves empty text parts out (Claude refuses them)
+        parts = [
+            p for p in content if isinstance(p, dict) and (p.get("type") != "text" or p.get("text"))
+        ]
+    if not any(p.get("type") in BLOCK_TYPES for p in parts):
+        blocks = message.get("thinking_blocks")
+        parts = [*(blocks if isinstance(blocks, list) else ()), *parts]
+    calls = message.get("tool_calls")
+    uses = [{"type": "tool_use"}] * (len(calls) if isinstance(calls, list) else 0)
+    return layout_of_blocks([*parts, *uses])
+
+
 def ordered_blocks(
     reasoning: Reasoning | None, sent: Sequence[Any]
 ) -> tuple[tuple[str, ...], list[dict[str, Any]]] | None:
@@ -299,7 +346,7 @@ def ordered_blocks(
     blocks = thinking_blocks(reasoning)
     if len(blocks) != len(reasoning.parts) or reasoning.layout.count("r") != len(blocks):
         return None
-    if _signatures(blocks) != _signatures(sent):
+    if not same_blocks(blocks, sent):  # exactly the recorded blocks, or left alone
         return None
     return reasoning.layout, blocks
 

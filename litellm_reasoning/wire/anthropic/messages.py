@@ -27,7 +27,7 @@ from ...core.extract import BLOCK_TYPES, _parts_from_blocks
 from ...core.policy import TurnPolicy, leading_run_violations, over_budget
 from ...core.reasoning import Reasoning
 from ...core.turns import TURN_KEY
-from .dialect import apply_layout, layout_of_blocks, thinking_blocks
+from .dialect import apply_layout, block_identity, layout_of_blocks, same_blocks, thinking_blocks
 
 EMPTY = hashlib.blake2b(b"", digest_size=16, person=b"lr-msgs").hexdigest()
 
@@ -267,6 +267,53 @@ def wanted(
     return out
 
 
+def reorder_candidates(
+    scope: str, messages: Sequence[Any], policy: TurnPolicy, turn_start: int, digests: Sequence[str]
+) -> dict[int, str]:
+    """Message index -> store key of each assistant message that came with its blocks in an
+    order that may not be the one Claude issued (more than one block, or one that does not
+    lead, beside tool uses: Claude Code moves interleaved blocks, anthropics/claude-code#63508),
+    and carries reasoning under `policy`."""
+    out: dict[int, str] = {}
+    for i, message in enumerate(messages):
+        if not (isinstance(message, dict) and message.get("role") == "assistant"):
+            continue
+        content = message.get("content")
+        if not isinstance(content, list) or not _tool_uses(message):
+            continue
+        places = [
+            j for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES
+        ]
+        moved = len(places) > 1 or places[:1] not in ([], [0])
+        if moved and keeps(policy, i, turn_start, message):
+            out[i] = message_key(scope, digests[i], message)
+    return out
+
+
+def in_issued_order(
+    message: Mapping[str, Any], record: Reasoning, *, as_issued: bool = False
+) -> dict[str, Any] | None:
+    """`message` with the blocks it holds where they stood in the reply, when they are exactly
+    the record's blocks (same text, signatures, data) and only their places differ; None
+    otherwise: anything but an exact match is left as the client sent it. The client's own
+    block objects are kept (a `cache_control` marker travels with its block)."""
+    kept = reasoning_blocks(message)
+    blocks = issued_blocks(record) if as_issued else thinking_blocks(record)
+    if not kept or not same_blocks(kept, blocks):
+        return None
+    laid = with_blocks(without_reasoning_blocks(message), record, as_issued=as_issued)
+    if laid is None or laid["content"] == message.get("content"):
+        return None
+    own = {block_identity(b): b for b in kept}
+    laid["content"] = [
+        own.get(block_identity(b), b) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES else b
+        for b in laid["content"]
+    ]
+    if laid["content"] == message.get("content"):
+        return None
+    return laid
+
+
 def restore(
     messages: Sequence[Any],
     wanted: Mapping[int, str],
@@ -377,16 +424,19 @@ def summary_counts(
     restored: Sequence[int],
     missing: Sequence[int],
     limited: Limited | None = None,
+    reordered: Sequence[int] = (),
 ) -> tuple[dict[str, str], list[Reasoning]]:
-    """Per message "restored" / "kept" / "missing" / "stripped" / "over_budget" for the
-    decisions summary, and the records the request carries (what its reasoning tokens are
-    counted from)."""
+    """Per message "restored" / "kept" / "reordered" / "missing" / "stripped" / "over_budget"
+    for the decisions summary, and the records the request carries (what its reasoning tokens
+    are counted from)."""
     per_message: dict[str, str] = {}
     sent: list[Reasoning] = []
     for i, message in enumerate(messages):
         blocks = reasoning_blocks(message)
         if blocks:
-            per_message[str(i)] = "restored" if i in restored else "kept"
+            per_message[str(i)] = (
+                "restored" if i in restored else "reordered" if i in reordered else "kept"
+            )
             record = record_of_reply(blocks, provider=None, model=None)
             if record is not None:
                 sent.append(record)
