@@ -41,6 +41,15 @@ def dropping_client(message: Any) -> dict[str, Any]:
     return out
 
 
+def joining_client(message: Any) -> dict[str, Any]:
+    """A client that builds its message from a stream's deltas itself (`async for`, joining
+    `delta.content`): reasoning dropped, and content `""` where the reply had no text (not
+    None, as LiteLLM's assembled message has it)."""
+    out = dropping_client(message)
+    out["content"] = message.content or ""
+    return out
+
+
 def keeping_client(message: Any) -> dict[str, Any]:
     """A client that sends back what LiteLLM gave it: content, tool calls, `thinking_blocks`
     (LiteLLM's list: every thinking block, none of their places)."""

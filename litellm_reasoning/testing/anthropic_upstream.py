@@ -33,6 +33,10 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
+def _api_pieces(text: str) -> list[str]:
+    return [text]
+
+
 def _event(kind: str, payload: dict[str, Any]) -> str:
     return f"event: {kind}\ndata: {json.dumps({'type': kind, **payload})}\n\n"
 
@@ -54,13 +58,16 @@ def message_json(model: str, reply: AnthropicReply) -> dict[str, Any]:
     }
 
 
-def sse_from_reply(model: str, reply: AnthropicReply) -> str:
-    """The SSE stream the Anthropic API sends for `reply`."""
+def sse_from_reply(model: str, reply: AnthropicReply, *, api_style: bool = False) -> str:
+    """The SSE stream the Anthropic API sends for `reply`: each block's text in three pieces,
+    or (`api_style`) as the API sends a short reply: compact JSON, a `ping` after the first
+    block starts, one delta per block, a `caller` on each tool use."""
     message = message_json(model, reply)
     start = {**message, "content": [], "stop_reason": None}
     out = [_event("message_start", {"message": start})]
     empty: dict[str, Any]
     delta: dict[str, Any]
+    pieces_of = _api_pieces if api_style else _pieces
     for index, block in enumerate(reply.content):
         kind = block.get("type")
         if kind == "redacted_thinking":
@@ -68,7 +75,7 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
         elif kind == "thinking":
             empty = {"type": "thinking", "thinking": "", "signature": ""}
             out.append(_event("content_block_start", {"index": index, "content_block": empty}))
-            for piece in _pieces(block.get("thinking", "")) if block.get("thinking") else []:
+            for piece in pieces_of(block.get("thinking", "")) if block.get("thinking") else []:
                 delta = {"type": "thinking_delta", "thinking": piece}
                 out.append(_event("content_block_delta", {"index": index, "delta": delta}))
             if block.get("signature"):  # absent: a stream cut before the signature arrived
@@ -77,16 +84,18 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
         elif kind == "text":
             empty = {"type": "text", "text": ""}
             out.append(_event("content_block_start", {"index": index, "content_block": empty}))
-            for piece in _pieces(block["text"]):
+            for piece in pieces_of(block["text"]):
                 delta = {"type": "text_delta", "text": piece}
                 out.append(_event("content_block_delta", {"index": index, "delta": delta}))
         elif kind == "tool_use":
-            empty = {**block, "input": {}}
+            empty = {**block, "input": {}, **({"caller": {"type": "direct"}} if api_style else {})}
             out.append(_event("content_block_start", {"index": index, "content_block": empty}))
-            for piece in _pieces(json.dumps(block.get("input") or {})):
+            for piece in pieces_of(json.dumps(block.get("input") or {})):
                 delta = {"type": "input_json_delta", "partial_json": piece}
                 out.append(_event("content_block_delta", {"index": index, "delta": delta}))
         out.append(_event("content_block_stop", {"index": index}))
+        if api_style and index == 0:
+            out.insert(2, 'event: ping\ndata: {"type": "ping"}\n\n')
     out.append(
         _event(
             "message_delta",
@@ -97,7 +106,14 @@ def sse_from_reply(model: str, reply: AnthropicReply) -> str:
         )
     )
     out.append(_event("message_stop", {}))
+    if api_style:
+        out = [_compact(event) for event in out]
     return "".join(out)
+
+
+def _compact(event: str) -> str:
+    head, _, data = event.partition("\ndata: ")
+    return f"{head}\ndata: {json.dumps(json.loads(data), separators=(',', ':'))}\n\n"
 
 
 def _fingerprint(block: Any) -> tuple[Any, ...]:
@@ -196,11 +212,20 @@ class AnthropicUpstream(ScriptedServer[AnthropicReply]):
     """The Anthropic Messages API server. LiteLLM appends `/v1/messages` to its `base_url`.
 
     `strict=True`: requests are validated as Claude validates thinking blocks
-    (`claude_refusal`), and refused with its status and error texts."""
+    (`claude_refusal`), and refused with its status and error texts. `api_style=True`: streams
+    as the API streams a short reply (`sse_from_reply`)."""
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, strict: bool = False) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        strict: bool = False,
+        api_style: bool = False,
+    ) -> None:
         super().__init__(host, port)
         self.strict = strict
+        self.api_style = api_style
         self.issued: list[list[dict[str, Any]]] = []
         self.refusals: list[str] = []
         self.revoked: set[str] = set()
@@ -226,7 +251,8 @@ class AnthropicUpstream(ScriptedServer[AnthropicReply]):
         self.issued.append(reply.content)
         model = str(body.get("model", ""))
         if body.get("stream"):
-            return 200, "text/event-stream", sse_from_reply(model, reply).encode()
+            stream = sse_from_reply(model, reply, api_style=self.api_style)
+            return 200, "text/event-stream", stream.encode()
         return 200, "application/json", json.dumps(message_json(model, reply)).encode()
 
 

@@ -21,6 +21,7 @@ from clients import (
     THINKING,
     complete,
     dropping_client,
+    joining_client,
     keeping_client,
 )
 from clients import (
@@ -53,6 +54,13 @@ CLIENTS = {"drops": dropping_client, "keeps": keeping_client}
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
     with AnthropicUpstream(strict=True) as up:
+        yield up
+
+
+@pytest.fixture(scope="module")
+def claude_api() -> Iterator[AnthropicUpstream]:
+    """Streams as the API streams a short reply (one delta per block, a ping, compact JSON)."""
+    with AnthropicUpstream(strict=True, api_style=True) as up:
         yield up
 
 
@@ -158,6 +166,36 @@ async def test_interleaved_blocks_go_back_in_their_original_order(
     wire = claude.bodies(model)[before:]
     assert _assistant_content(wire[1], 0) == reply
     assert callback.stats["errors"] == 0
+
+
+@pytest.mark.parametrize("shape", sorted(INTERLEAVED))
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", CALLS)
+async def test_a_client_holding_empty_text_gets_the_blocks_in_place(
+    how: str,
+    stream: bool,
+    shape: str,
+    claude_api: AnthropicUpstream,
+    callback: ReasoningCallback,
+) -> None:
+    """Opus 4.6, streamed as the API streams it, read by a client that joins the deltas itself:
+    its message holds `content: ""` beside the tool calls. LiteLLM 1.106/1.108 put a placeholder
+    text there (1.110 drops it), a block Claude's reply never had: the blocks could not be laid
+    out and went back regrouped ("cannot be modified"). The empty text goes instead."""
+    model = "claude-opus-4-6"
+    reply = INTERLEAVED[shape]
+    claude_api.script(
+        model, AnthropicReply(reply), AnthropicReply([{"type": "text", "text": "Done."}])
+    )
+    before, refused = len(claude_api.bodies(model)), len(claude_api.refusals)
+    history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+    message = await call(how, model, claude_api, list(history), stream=stream)
+    history.append(joining_client(message))
+    history += [_result(c["id"]) for c in history[-1]["tool_calls"]]
+    done = await call(how, model, claude_api, list(history), stream=stream)
+    assert claude_api.refusals[refused:] == []
+    assert done.content == "Done."
+    assert _assistant_content(claude_api.bodies(model)[before:][1], 0) == reply
 
 
 async def test_all_turns_keeps_every_earlier_message_in_its_order(

@@ -17,6 +17,7 @@ from .dialect import (
     apply_converse_layout,
     apply_layout,
     chat_layout,
+    empty_content,
     inline_blocks,
     layout_of_blocks,
     layout_of_deltas,
@@ -178,10 +179,14 @@ def put_blocks(
             content = [{"type": "text", "text": content}] if content else []
         if not isinstance(content, list):
             continue
+        # Text the client's messages never had is LiteLLM's placeholder for empty content
+        # (1.106/1.108): not part of the reply the blocks go back into.
+        placeholder = bool(blocks) and all(empty_content(rendered[i]) for i in run)
         rest = [
             part
             for part in content
             if not (isinstance(part, dict) and part.get("type") in BLOCK_TYPES)
+            and not (placeholder and isinstance(part, dict) and part.get("type") == "text")
         ]
         sent["content"] = [*blocks, *rest]
         if not thinking_off:

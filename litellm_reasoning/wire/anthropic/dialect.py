@@ -157,6 +157,11 @@ class AnthropicDialect(BaseDialect):
             blocks = thinking_blocks(reasoning)
             if blocks:
                 out["thinking_blocks"] = blocks
+                if out.get("tool_calls") and empty_content(out):
+                    # LiteLLM 1.106/1.108 put a placeholder text where the content is "" (a
+                    # client that joined streamed deltas): Claude would see a block its reply
+                    # never had ("cannot be modified") and the blocks could not be laid out.
+                    out["content"] = None
         return out
 
 
@@ -175,6 +180,19 @@ class BedrockClaudeDialect(AnthropicDialect):
         if not _has_answer(message):
             return message
         return super().render(message, reasoning)
+
+
+def empty_content(message: Mapping[str, Any]) -> bool:
+    """No text but whitespace: None, "", or only empty text parts (LiteLLM fills these in)."""
+    content = message.get("content")
+    if content is None or isinstance(content, str):
+        return not (content or "").strip()
+    if isinstance(content, list):
+        return all(
+            isinstance(p, dict) and p.get("type") == "text" and not str(p.get("text") or "").strip()
+            for p in content
+        )
+    return False
 
 
 def _has_answer(message: dict[str, Any]) -> bool:
