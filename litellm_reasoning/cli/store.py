@@ -76,8 +76,13 @@ def _preview(text: str, full: bool) -> str:
     return text if full or len(text) <= PREVIEW else text[: PREVIEW - 1] + "…"
 
 
-def print_stats(url: str, tenants: list[TenantStats], out: TextIO) -> None:
+def print_stats(
+    url: str, tenants: list[TenantStats], out: TextIO, caps: dict[str, Any] | None = None
+) -> None:
     print(f"store: {url}", file=out)
+    if caps:
+        bounds = [f"{k} {v}" for k in ("max_records", "max_bytes") if (v := caps.get(k))]
+        print(f"caps: {', '.join(bounds) or 'per tenant'}; {caps.get('per_tenant')}", file=out)
     if not tenants:
         print("no records", file=out)
         return
@@ -199,11 +204,13 @@ def run(args: argparse.Namespace, out: TextIO | None = None) -> int:
         with store:
             if args.action == "stats":
                 tenants = store.tenants()
+                caps = store.caps()
                 if args.json:
                     rows = [dataclasses.asdict(t) for t in tenants]
-                    print(json.dumps({"store": _shown(url), "tenants": rows}), file=out)
+                    shown = {"store": _shown(url), "caps": caps, "tenants": rows}
+                    print(json.dumps(shown), file=out)
                 else:
-                    print_stats(_shown(url), tenants, out)
+                    print_stats(_shown(url), tenants, out, caps)
             elif args.action == "show":
                 records = store.list_records(args.tenant, limit=args.limit)
                 if args.json:

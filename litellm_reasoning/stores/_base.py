@@ -13,9 +13,14 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import logging
+import threading
+import time
 from abc import ABC, abstractmethod
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.reasoning import Reasoning
 
@@ -23,6 +28,56 @@ DEFAULT_TTL_SECONDS = 24 * 3600
 """Long enough for a working day's agent session, short enough that nothing lingers."""
 DEFAULT_MAX_RECORD_BYTES = 2 * 1024 * 1024
 """A record larger than this (reasoning text plus opaque data) is not kept."""
+
+
+logger = logging.getLogger("litellm_reasoning")
+
+FAIR_EVICTION = (
+    "fair: when a cap is reached, the tenant holding the most loses its oldest records first"
+)
+"""How the embedded stores share their caps between tenants (`store stats`, the README)."""
+
+
+def fair_caps(max_records: int, max_bytes: int | None, ttl_seconds: float) -> dict[str, Any]:
+    """`ReasoningStore.caps` of a store that shares its caps fairly (memory, SQLite)."""
+    return {
+        "max_records": max_records,
+        "max_bytes": max_bytes,
+        "ttl_seconds": ttl_seconds,
+        "per_tenant": FAIR_EVICTION,
+    }
+
+
+class Evictions:
+    """Records a store's caps pushed out, per tenant: counted, and one warning per tenant and
+    ten minutes (a tenant at the store's limit is worth knowing about; every eviction is not)."""
+
+    WARN_EVERY = 600.0
+
+    def __init__(self) -> None:
+        self.by_scope_id: Counter[str] = Counter()
+        self._warned: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def count(self, scope: str, n: int = 1) -> None:
+        sid = scope_id(scope)
+        now = time.monotonic()
+        with self._lock:
+            self.by_scope_id[sid] += n
+            warn = now - self._warned.get(sid, -1e18) >= self.WARN_EVERY
+            if warn:
+                self._warned[sid] = now
+                if len(self._warned) > 10_000:  # bounded: forget the oldest warnings
+                    for old in sorted(self._warned, key=self._warned.__getitem__)[:5_000]:
+                        del self._warned[old]
+        if warn:
+            logger.warning(
+                "litellm-reasoning: the store is full and tenant %s holds the most: its oldest "
+                "records are evicted first (%d so far); other tenants keep theirs. Raise the "
+                "store's max_records / max_bytes if this tenant's conversations need them",
+                sid,
+                self.by_scope_id[sid],
+            )
 
 
 def record_size(record: Reasoning) -> int:
@@ -144,6 +199,10 @@ class ReasoningStore(ABC):
         """Remove the records of `scope` (a scope string or its `scope_id`; None: every tenant)
         written more than `older_than` seconds ago (None: any age). Returns how many went."""
         raise StoreUnsupported(f"{type(self).__name__} cannot purge")
+
+    def caps(self) -> dict[str, Any]:
+        """The bounds the backend enforces and how tenants share them (`store stats`)."""
+        return {}
 
     def open_now(self) -> None:  # noqa: B027 - optional for backends that connect lazily
         """Connect (create files, tables) before the first request; never raises."""

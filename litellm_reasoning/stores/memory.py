@@ -6,19 +6,28 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..core.reasoning import Reasoning
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
+    Evictions,
     ReasoningStore,
     StoredRecord,
     TenantStats,
+    fair_caps,
     matches_scope,
     record_size,
     scope_id,
 )
+
+
+@dataclass(slots=True)
+class _Tenant:
+    keys: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    bytes: int = 0
 
 
 @dataclass(slots=True)
@@ -37,9 +46,11 @@ _SWEEP_EVERY = 1000
 
 
 class MemoryStore(ReasoningStore):
-    """Records in a dict, least recently used evicted first once `max_records` or `max_bytes`
-    is reached; expired records go as they are met and in a sweep every `_SWEEP_EVERY`
-    writes. `clock` is the wall clock (injectable for tests)."""
+    """Records in a dict. Once `max_records` or `max_bytes` is reached, the tenant holding the
+    most (records, or bytes) loses its least recently used record first (fair eviction: one
+    tenant's volume never pushes out another's records while it holds more than they do);
+    expired records go as they are met and in a sweep every `_SWEEP_EVERY` writes. `clock` is
+    the wall clock (injectable for tests)."""
 
     def __init__(
         self,
@@ -55,8 +66,11 @@ class MemoryStore(ReasoningStore):
         self.ttl_seconds = ttl_seconds
         self.max_record_bytes = max_record_bytes
         self._clock = clock
-        self._records: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        self._records: dict[tuple[str, str], _Entry] = {}
+        self._by_scope: dict[str, _Tenant] = {}
+        """Each tenant's keys, least recently used first, and its bytes."""
         self._bytes = 0
+        self.evictions = Evictions()
         self._writes = 0
         # Sync LiteLLM calls capture on its logging thread pool while requests read; the lock
         # guards `_records` and `_bytes` (no I/O ever happens under it).
@@ -73,7 +87,7 @@ class MemoryStore(ReasoningStore):
                 if entry.expires_at <= now:
                     self._drop((scope, key))
                     continue
-                self._records.move_to_end((scope, key))
+                self._by_scope[scope].keys.move_to_end(key)
                 found[key] = entry.record
         return found
 
@@ -86,16 +100,29 @@ class MemoryStore(ReasoningStore):
                     continue
                 self._drop((scope, key))
                 self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
+                tenant = self._by_scope.setdefault(scope, _Tenant())
+                tenant.keys[key] = None
+                tenant.bytes += size
                 self._bytes += size
             self._writes += 1
             if self._writes % _SWEEP_EVERY == 0:
                 for where in [w for w, e in self._records.items() if e.expires_at <= now]:
                     self._drop(where)
-            while len(self._records) > self.max_records or (
-                self.max_bytes is not None and self._bytes > self.max_bytes and self._records
-            ):
-                _, entry = self._records.popitem(last=False)
-                self._bytes -= entry.size
+            self._evict()
+
+    def _evict(self) -> None:
+        """While a cap is exceeded: the oldest record of the tenant holding the most of what is
+        over (records, or bytes) goes."""
+        while len(self._records) > self.max_records or (
+            self.max_bytes is not None and self._bytes > self.max_bytes and self._records
+        ):
+            if len(self._records) > self.max_records:
+                scope = max(self._by_scope, key=lambda s: len(self._by_scope[s].keys))
+            else:
+                scope = max(self._by_scope, key=lambda s: self._by_scope[s].bytes)
+            key = next(iter(self._by_scope[scope].keys))
+            self._drop((scope, key))
+            self.evictions.count(scope)
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         with self._lock:
@@ -109,6 +136,11 @@ class MemoryStore(ReasoningStore):
         entry = self._records.pop(where, None)
         if entry is not None:
             self._bytes -= entry.size
+            tenant = self._by_scope[where[0]]
+            del tenant.keys[where[1]]
+            tenant.bytes -= entry.size
+            if not tenant.keys:
+                del self._by_scope[where[0]]
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return self.get_many(scope, keys)
@@ -122,6 +154,9 @@ class MemoryStore(ReasoningStore):
         now = self._clock()
         with self._lock:
             return [(s, k, e) for (s, k), e in self._records.items() if e.expires_at > now]
+
+    def caps(self) -> dict[str, Any]:
+        return fair_caps(self.max_records, self.max_bytes, self.ttl_seconds)
 
     def tenants(self) -> list[TenantStats]:
         by_scope: dict[str, list[_Entry]] = {}

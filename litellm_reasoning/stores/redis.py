@@ -18,11 +18,13 @@ script declaring every key it touches. Standalone and Sentinel keep the layout a
 A read is ONE round trip (`MGET`) however many messages are looked up. A write is one atomic Lua
 script (records, index, trim), so concurrent writers of one key never leave half a record.
 
-Bounds: TTL and the per-tenant cap are enforced here; the total memory Redis uses is bounded by
-the server's `maxmemory` with an eviction policy such as `volatile-ttl` or `allkeys-lru` (every
-key this store writes has a TTL). Timeouts are short (`timeout`, default 0.2 s, for connect and
-each reply; `required_timeout`, default 2 s, for the reply to a read the request cannot go
-without) and redis-py's own retries are off: `ResilientStore` decides what happens next.
+Bounds: TTL and the per-tenant cap (`max_records`) are enforced here; the total memory Redis
+uses is bounded by the server's `maxmemory`. Redis' eviction policies evict across tenants, so
+`maxmemory` must hold every tenant's cap, or one tenant's volume can push out another's records
+(`open_now` warns at startup when the server evicts; every key has a TTL). Timeouts are short
+(`timeout`, default 0.2 s, for connect and each reply; `required_timeout`, default 2 s, for
+the reply to a read the request cannot go without) and redis-py's own retries are off:
+`ResilientStore` decides what happens next.
 
 Deadlines are socket timeouts, counted by the kernel on this store's own connection: the async
 methods run the blocking client on a small thread pool of this store's, so an event loop busy
@@ -33,6 +35,7 @@ asyncio client's timer on that loop would.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import threading
 import time
@@ -93,6 +96,37 @@ _THREADS = 8
 """Store calls in flight at once per process (more wait for a thread, with no deadline running)."""
 
 T = TypeVar("T")
+
+logger = logging.getLogger("litellm_reasoning")
+
+
+def cross_tenant_eviction(memory: Any, policy: Any, per_tenant: int) -> str | None:
+    """What an operator must know about a Redis whose `CONFIG GET maxmemory` /
+    `maxmemory-policy` answers are `memory` / `policy` (None: nothing). A cluster answers per
+    node (a dict of node -> answer): any node that evicts counts."""
+    answers = list(memory.values()) if _per_node(memory) else [memory]
+    policies = list(policy.values()) if _per_node(policy) else [policy]
+    limits = [int(a.get("maxmemory", 0) or 0) for a in answers if isinstance(a, dict)]
+    names = {str(p.get("maxmemory-policy", "")) for p in policies if isinstance(p, dict)}
+    evicting = sorted(n for n in names if n and n != "noeviction")
+    if not any(limits) or not evicting:
+        return None
+    return (
+        f"Redis evicts keys of any tenant when it reaches maxmemory (maxmemory-policy "
+        f"{', '.join(evicting)}): one tenant's volume can then push out another tenant's "
+        f"records. Each tenant is capped here ({per_tenant} records, the store URL's "
+        "max_records): give Redis a maxmemory that holds every tenant's cap (tenants x "
+        "max_records x a record's size), or keep reasoning in a Redis of its own"
+    )
+
+
+def _per_node(answer: Any) -> bool:
+    """A cluster client's answer: node -> that node's answer."""
+    return (
+        isinstance(answer, dict)
+        and bool(answer)
+        and all(isinstance(v, dict) for v in answer.values())
+    )
 
 
 def _nodes(netloc: str) -> tuple[str | None, str | None, list[tuple[str, int]]]:
@@ -303,6 +337,20 @@ class RedisStore(ReasoningStore):
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
         await self._off_loop(lambda: self.delete_many(scope, keys))
 
+    def open_now(self) -> None:
+        """At startup: one warning when the server evicts keys across tenants (`maxmemory` set
+        with a policy other than `noeviction`). Never raises; a server that does not answer
+        `CONFIG GET` (managed Redis often refuses it) is not asked again."""
+        try:
+            memory = self._sync.config_get("maxmemory")
+            policy = self._sync.config_get("maxmemory-policy")
+        except Exception as exc:
+            logger.debug("litellm-reasoning: Redis' eviction settings cannot be read: %s", exc)
+            return
+        warning = cross_tenant_eviction(memory, policy, self.max_records)
+        if warning is not None:
+            logger.warning("litellm-reasoning: %s", warning)
+
     def close(self) -> None:
         self._sync.close()
         if self._patient is not None:
@@ -355,6 +403,15 @@ class RedisStore(ReasoningStore):
             expires = now + pttl / 1000 if pttl >= 0 else float("inf")
             out.append(StoredRecord(decoded.scope, key, created, expires, size, decoded.record))
         return out
+
+    def caps(self) -> dict[str, Any]:
+        return {
+            "max_records": None,
+            "max_bytes": None,
+            "ttl_seconds": self.ttl_seconds,
+            "per_tenant": f"at most {self.max_records} records a tenant (its oldest go first); "
+            "total memory: the server's maxmemory, which must hold every tenant's cap",
+        }
 
     def tenants(self) -> list[TenantStats]:
         stats = []

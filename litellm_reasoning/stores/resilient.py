@@ -34,6 +34,7 @@ import threading
 import time
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from ..core.reasoning import Reasoning
 from ._base import LocalAnswer, ReasoningStore, StoredRecord, TenantStats
@@ -437,6 +438,9 @@ class ResilientStore(ReasoningStore):
 
     def tenants(self) -> list[TenantStats]:
         return self.backend.tenants()
+
+    def caps(self) -> dict[str, Any]:
+        return self.backend.caps()
 
     def list_records(self, scope: str, *, limit: int = 100) -> list[StoredRecord]:
         return self.backend.list_records(scope, limit=limit)

@@ -5,7 +5,8 @@
   `ResilientStore` keeps the record locally until the file is writable again).
 * Every write is one `BEGIN IMMEDIATE` transaction: expired rows go, the records are upserted
   (a concurrent writer of the same key replaces the whole row, never part of it), and the oldest
-  records are evicted while the file holds more than `max_records` or `max_bytes`.
+  records of the tenant holding the most are evicted while the file holds more than
+  `max_records` or `max_bytes` (fair eviction: `_evict`).
 * `PRAGMA user_version` carries the table layout's version (`STORE_SCHEMA`); a file written by a
   newer layout is refused rather than altered. Each row's JSON carries the record's own version.
 * Totals are kept by triggers, so the caps cost no table scan.
@@ -21,15 +22,18 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from ..core.reasoning import Reasoning
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
+    Evictions,
     ReasoningStore,
     StoredRecord,
     TenantStats,
+    fair_caps,
     scope_id,
 )
 
@@ -101,6 +105,7 @@ class SqliteStore(ReasoningStore):
         self.ttl_seconds = ttl_seconds
         self.max_records = max_records
         self.max_bytes = max_bytes
+        self.evictions = Evictions()
         self.max_record_bytes = max_record_bytes
         self.timeout = timeout
         self.required_timeout = max(required_timeout, timeout)
@@ -244,24 +249,49 @@ class SqliteStore(ReasoningStore):
                 )
 
     def _evict(self, conn: sqlite3.Connection) -> None:
-        """Oldest written first, until both caps hold (inside the write transaction)."""
+        """While a cap is exceeded (inside the write transaction): the oldest records of the
+        tenant holding the most of what is over (records, or bytes) go first, so one tenant's
+        volume never pushes out another's records while it holds more than they do. Once over,
+        one percent below the cap is made free, so the per-tenant count is not taken again on
+        every write at the limit."""
         count, total = conn.execute("SELECT records, bytes FROM totals WHERE id = 0").fetchone()
-        if count > self.max_records:
-            conn.execute(
-                "DELETE FROM records WHERE rowid IN "
-                "(SELECT rowid FROM records ORDER BY created LIMIT ?)",
-                (count - self.max_records,),
-            )
-            count, total = conn.execute("SELECT records, bytes FROM totals").fetchone()
-        if self.max_bytes is None or total <= self.max_bytes:
+        max_bytes = self.max_bytes
+        if count <= self.max_records and (max_bytes is None or total <= max_bytes):
             return
-        doomed: list[tuple[int]] = []
-        for rowid, size in conn.execute("SELECT rowid, size FROM records ORDER BY created"):
-            if total <= self.max_bytes:
-                break
-            doomed.append((rowid,))
-            total -= size
-        conn.executemany("DELETE FROM records WHERE rowid = ?", doomed)
+        want_count = self.max_records - self.max_records // 100
+        want_bytes = None if max_bytes is None else max_bytes - max_bytes // 100
+        usage = {
+            sid: [n, size, scope]
+            for sid, n, size, scope in conn.execute(
+                "SELECT scope_id, COUNT(*), SUM(size), MIN(scope) FROM records GROUP BY scope_id"
+            )
+        }
+        while usage and (count > want_count or (want_bytes is not None and total > want_bytes)):
+            by_records = count > want_count
+            column = 0 if by_records else 1
+            ranked = sorted(usage, key=lambda s: usage[s][column], reverse=True)
+            sid = ranked[0]
+            runner_up = usage[ranked[1]][column] if len(ranked) > 1 else 0
+            # Down to the runner-up (then the two share what remains), at most what is over.
+            excess = count - want_count if by_records else total - (want_bytes or 0)
+            budget = max(1, min(excess, usage[sid][column] - runner_up + 1))
+            doomed: list[tuple[int]] = []
+            freed_records = freed_bytes = 0
+            for rowid, size in conn.execute(
+                "SELECT rowid, size FROM records WHERE scope_id = ? ORDER BY created", (sid,)
+            ):
+                if (freed_records if by_records else freed_bytes) >= budget:
+                    break
+                doomed.append((rowid,))
+                freed_records += 1
+                freed_bytes += size
+            conn.executemany("DELETE FROM records WHERE rowid = ?", doomed)
+            self.evictions.count(usage[sid][2], freed_records)
+            count, total = count - freed_records, total - freed_bytes
+            usage[sid][0] -= freed_records
+            usage[sid][1] -= freed_bytes
+            if usage[sid][0] <= 0:
+                del usage[sid]
 
     def close(self) -> None:
         with self._lock:
@@ -270,6 +300,9 @@ class SqliteStore(ReasoningStore):
             self._connection = None
 
     # ------------------------------------------------------------------ operator side
+
+    def caps(self) -> dict[str, Any]:
+        return fair_caps(self.max_records, self.max_bytes, self.ttl_seconds)
 
     def tenants(self) -> list[TenantStats]:
         with self._reading() as conn:

@@ -48,6 +48,15 @@ def test_global_options_are_taken_anywhere(
     assert code == 0, err
     shown = json.loads(out)
     assert [t["records"] for t in shown["tenants"]] == [1]
+    assert shown["caps"]["per_tenant"].startswith("fair")  # how tenants share the caps
+
+
+def test_store_stats_say_how_tenants_share_the_caps(
+    store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = _run(capsys, "store", "stats", "--store", store_url)
+    assert code == 0, err
+    assert "caps: max_records 200000, max_bytes 1073741824; fair: when a cap is reached" in out
 
 
 def test_every_store_action_speaks_json(store_url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -221,3 +221,40 @@ def test_two_proxy_replicas_share_a_redis_cluster(
         wire = upstream.bodies(upstream_model(group))[-1]
     (assistant,) = assistant_messages(wire)
     assert assistant.get("reasoning_content") == "R1 on A"
+
+
+@pytest.mark.parametrize(
+    ("policy", "warned"), [("allkeys-lru", True), ("volatile-ttl", True), ("noeviction", False)]
+)
+def test_a_redis_that_evicts_across_tenants_is_named_at_startup(
+    tmp_path: Any, policy: str, warned: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Redis' eviction policies pick keys of any tenant: with `maxmemory` set and a policy that
+    evicts, one tenant's volume can push out another's records. The store says so once, at
+    startup, with what to set; a Redis that never evicts gets no warning."""
+    from store_fixtures import OwnRedis
+
+    server = OwnRedis(tmp_path, "--maxmemory", "64mb", "--maxmemory-policy", policy)
+    server.start()
+    try:
+        with caplog.at_level("WARNING", logger="litellm_reasoning"):
+            store = store_from_url(f"{server.url}?max_records=500")
+            store.close()
+    finally:
+        server.stop()
+    lines = [r.getMessage() for r in caplog.records if "maxmemory" in r.getMessage()]
+    assert len(lines) == (1 if warned else 0), lines
+    if warned:
+        assert policy in lines[0] and "500 records" in lines[0]
+
+
+def test_an_unlimited_redis_or_one_that_refuses_config_gets_no_warning() -> None:
+    from litellm_reasoning.stores.redis import cross_tenant_eviction
+
+    assert cross_tenant_eviction({"maxmemory": "0"}, {"maxmemory-policy": "allkeys-lru"}, 9) is None
+    per_node = {"a:1": {"maxmemory": "0"}, "b:2": {"maxmemory": "1048576"}}
+    policies = {
+        "a:1": {"maxmemory-policy": "noeviction"},
+        "b:2": {"maxmemory-policy": "allkeys-lfu"},
+    }
+    assert "allkeys-lfu" in (cross_tenant_eviction(per_node, policies, 9) or "")

@@ -249,6 +249,36 @@ async def test_oldest_evicted_over_byte_cap(harness: Harness, mode: str) -> None
     assert set(await ops.get(A, [f"k{i}" for i in range(4)])) == {"k2", "k3"}
 
 
+async def test_one_tenants_volume_never_evicts_another_tenants_records(
+    harness: Harness, mode: str
+) -> None:
+    """The caps are shared fairly: a tenant writing far past them loses its own oldest records,
+    never those of a tenant holding fewer (issue: an attacker key's ordinary traffic evicted a
+    victim's tool loop, and Kimi refused the victim's next step)."""
+    ops = Ops(harness.make(max_records=10), mode)
+    await ops.put(A, {f"a{i}": text(f"victim {i}") for i in range(3)})
+    for i in range(40):
+        harness.advance(0.01)
+        await ops.put(B, {f"b{i}": text(f"flood {i}")})
+    assert set(await ops.get(A, ["a0", "a1", "a2"])) == {"a0", "a1", "a2"}
+    kept = set(await ops.get(B, [f"b{i}" for i in range(40)]))
+    assert "b39" in kept and "b0" not in kept  # the flooding tenant's newest stay
+
+
+async def test_one_tenants_bytes_never_evict_another_tenants_records(
+    harness: Harness, mode: str
+) -> None:
+    if "redis" in harness.kind:
+        pytest.skip("Redis bounds its total memory with the server's maxmemory policy")
+    ops = Ops(harness.make(max_bytes=400), mode)
+    await ops.put(A, {"a": text("v" * 50)})
+    for i in range(20):
+        harness.advance(0.01)
+        await ops.put(B, {f"b{i}": text("f" * 100)})
+    assert set(await ops.get(A, ["a"])) == {"a"}
+    assert "b19" in set(await ops.get(B, [f"b{i}" for i in range(20)]))
+
+
 async def test_tenants_are_isolated(harness: Harness, mode: str) -> None:
     ops = Ops(harness.make(), mode)
     await ops.put(A, {"same-key": text("tenant a")})
