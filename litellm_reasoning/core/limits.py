@@ -16,7 +16,7 @@ from .dialect import Dialect
 from .policy import StripRule, TurnPolicy, leading_run_violations, over_budget
 from .reasoning import Reasoning
 from .render import Rendered
-from .turns import TURN_KEY
+from .turns import item_without_turn
 
 TokenCounter = Callable[[Reasoning], int]
 
@@ -160,7 +160,7 @@ def _leave_out(
     gone = set(indices)
     for index in indices:
         message = messages[index]
-        base = {k: v for k, v in message.items() if k != TURN_KEY}
+        base = item_without_turn(message)
         rendered.messages[index] = dialect.render(base, None)
     rendered.kept[:] = [i for i in rendered.kept if i not in gone]
     rendered.restored[:] = [i for i in rendered.restored if i not in gone]

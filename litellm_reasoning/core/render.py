@@ -22,7 +22,7 @@ from .dialect import Dialect
 from .extract import reasoning_from_message
 from .policy import TurnPolicy
 from .reasoning import Reasoning
-from .turns import TURN_KEY, current_turn_start
+from .turns import carries_turn, current_turn_start, item_without_turn
 
 
 @dataclass(slots=True)
@@ -250,9 +250,9 @@ def render(
     out = list(messages)
     result = Rendered(messages=out, turn_start=turn_start)
     if flagged is None:
-        flagged = [i for i, m in enumerate(messages) if isinstance(m, dict) and TURN_KEY in m]
+        flagged = [i for i, m in enumerate(messages) if isinstance(m, dict) and carries_turn(m)]
     for index in flagged:
-        out[index] = {k: v for k, v in messages[index].items() if k != TURN_KEY}
+        out[index] = item_without_turn(messages[index])
     if dialect.passthrough:
         return result
     lists = (result.kept, result.restored, result.stripped, result.missing, result.dropped)

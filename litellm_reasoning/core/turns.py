@@ -43,12 +43,20 @@ def without_turn(items: Sequence[Any]) -> list[Any]:
 
 
 def item_without_turn(item: Any) -> Any:
-    """`item` without `turn`: a dict copy without the key, or, for a pydantic message object
-    carrying `turn` as an extra field (LiteLLM's `Message`), its dict without it."""
+    """`item` without `turn`: a dict copy without the key (also inside its content parts and
+    tool calls, where it means nothing and no provider takes it), or, for a pydantic message
+    object carrying `turn` as an extra field (LiteLLM's `Message`), its dict without it."""
     if isinstance(item, dict):
-        if TURN_KEY not in item:
+        nested = _nested_turn(item)
+        if TURN_KEY not in item and not nested:
             return item
-        return {k: v for k, v in item.items() if k != TURN_KEY}
+        out = {k: v for k, v in item.items() if k != TURN_KEY}
+        if nested:
+            for name in _NESTED:
+                value = out.get(name)
+                if type(value) is list:
+                    out[name] = [_part_without_turn(part) for part in value]
+        return out
     if getattr(item, TURN_KEY, None) is None and TURN_KEY not in (
         getattr(item, "model_extra", None) or {}
     ):
@@ -58,6 +66,38 @@ def item_without_turn(item: Any) -> Any:
     if not isinstance(as_mapping, dict):
         return item
     return {k: v for k, v in as_mapping.items() if k != TURN_KEY}
+
+
+_NESTED = ("content", "tool_calls")
+"""The lists of a message whose items may carry a stray `turn`."""
+
+
+def carries_turn(message: dict[str, Any]) -> bool:
+    """Whether `item_without_turn` has anything to take out of `message`."""
+    return TURN_KEY in message or _nested_turn(message)
+
+
+def _nested_turn(item: dict[str, Any]) -> bool:
+    for name in _NESTED:
+        value = item.get(name)
+        if type(value) is list:
+            for part in value:
+                if type(part) is dict and (
+                    TURN_KEY in part
+                    or (type(function := part.get("function")) is dict and TURN_KEY in function)
+                ):
+                    return True
+    return False
+
+
+def _part_without_turn(part: Any) -> Any:
+    if type(part) is not dict:
+        return part
+    out = {k: v for k, v in part.items() if k != TURN_KEY}
+    function = out.get("function")
+    if type(function) is dict and TURN_KEY in function:
+        out["function"] = {k: v for k, v in function.items() if k != TURN_KEY}
+    return out
 
 
 def mark_deliveries(messages: Sequence[Any], starts: Sequence[bool]) -> list[Any] | None:

@@ -31,6 +31,7 @@ from ..wire.anthropic.dialect import layout_candidates
 from . import capture
 from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
+from .cancellation import CancellationWatch
 from .flows import Flow, Read, WaitAny, adrive, drive
 from .reporting import Reporter
 from .streams import finished_stream
@@ -88,9 +89,11 @@ class Engine:
     healed_policies: LearnedPolicies = dataclasses.field(default_factory=LearnedPolicies)
     """(scope, provider, model, dialect) -> the policy a refusal of that target asked for."""
     token_memo: TokenMemo = dataclasses.field(init=False)
+    cancellation: CancellationWatch = dataclasses.field(init=False)
 
     def __post_init__(self) -> None:
         self.token_memo = TokenMemo(self.count_tokens)
+        self.cancellation = CancellationWatch(self.pending)
 
     @property
     def legacy_keys_on(self) -> bool:
@@ -175,6 +178,7 @@ class Engine:
         state.capture = capture_of
         state.handled = True
         self.pending.open(state.id, capture_of.scope, capture_of.digest, state)
+        self.cancellation.watch(state.id)
 
     # ------------------------------------------------------------------ lookup
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import litellm
 
 from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
-from ..core.turns import TURN_KEY, without_turn
+from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import body as claude
 from ..wire.gemini import is_gemini, placeholders_for
@@ -242,6 +242,6 @@ def _patch_wire_message(sent: Any, want: Any) -> Any:
     """`sent` (LiteLLM's translated message) carrying exactly `want`'s reasoning, without `turn`."""
     if not isinstance(sent, dict) or not isinstance(want, dict):
         return sent
-    out = strip_reasoning({k: v for k, v in sent.items() if k != TURN_KEY})
+    out = strip_reasoning(item_without_turn(sent))
     out.update({key: want[key] for key in REASONING_KEYS if key in want})
     return out

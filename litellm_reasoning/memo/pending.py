@@ -40,6 +40,11 @@ class PendingCaptures:
             if owner is not None:
                 self._owners[event] = owner
 
+    def open_ids(self, call_ids: set[str]) -> set[str]:
+        """Those of `call_ids` whose capture is still open."""
+        with self._lock:
+            return {c for c in call_ids if c in self._by_call}
+
     def close(self, call_id: str) -> None:
         with self._lock:
             entry = self._by_call.pop(call_id, None)

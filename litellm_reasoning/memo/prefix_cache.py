@@ -29,7 +29,7 @@ from typing import Any
 from ..core import identity
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
-from ..core.turns import TURN_KEY
+from ..core.turns import carries_turn
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""
@@ -299,7 +299,7 @@ class PrefixCache:
             history.owns.append(own)
             history.recipes.append(recipe)
             if isinstance(message, dict):
-                if TURN_KEY in message:
+                if carries_turn(message):
                     history.flagged.append(index)
                 role = message.get("role")
                 if role == "user":
@@ -341,7 +341,7 @@ class PrefixCache:
                         history.detailed.append(index)
                 elif role == "user":
                     users.append(index)
-                if TURN_KEY in message:
+                if carries_turn(message):
                     flagged.append(index)
             if not decided:
                 history.unsure.append(index)

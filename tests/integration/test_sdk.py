@@ -166,6 +166,34 @@ async def test_turn_false_delivery_keeps_the_turn(
     assert wire[2] == {"role": "user", "content": "[job 1 finished: exit 0]"}
 
 
+@pytest.mark.parametrize("how", CALLS)
+async def test_turn_nested_in_parts_and_tool_calls_never_reaches_the_wire(
+    how: str, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """`turn` is a message-level key; one a client put inside a content part, a tool call or
+    its function (meaningless there) is taken out too, and starts or ends no turn."""
+    model = f"nested-turn-{uuid.uuid4().hex[:8]}"
+    upstream.always(model, Reply(message={"content": "ok"}))
+    call_in = {
+        "id": "call_1",
+        "type": "function",
+        "turn": False,
+        "function": {"name": "f", "arguments": "{}", "turn": True},
+    }
+    messages: list[Any] = [
+        {"role": "user", "content": [{"type": "text", "text": "Go.", "turn": False}]},
+        {"role": "assistant", "content": None, "tool_calls": [call_in]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "done"},
+    ]
+    sent = copy.deepcopy(messages)
+    await call(how, upstream, model, messages)
+    assert messages == sent  # the caller's messages are not written to
+    wire = upstream.bodies(model)[-1]["messages"]
+    assert "turn" not in str(wire), wire
+    assert wire[0]["content"][0] == {"type": "text", "text": "Go."}
+    assert wire[1]["tool_calls"][0]["function"] == {"name": "f", "arguments": "{}"}
+
+
 async def test_positional_messages_are_rendered_too(
     upstream: Upstream, callback: ReasoningCallback
 ) -> None:
