@@ -137,10 +137,34 @@ def origin(kwargs: Mapping[str, Any], provider: str | None) -> tuple[str, str | 
     info = given("model_info")
     deployment_id = info.get("id") if isinstance(info, dict) else None
     credentials = [given(name) for name in _CREDENTIALS]
+    named = given("litellm_credential_name")
+    if isinstance(named, str) and named:
+        # LiteLLM fills what the call does not give from the named credential (at a point a
+        # hook may precede): the fingerprint is of the credential the call will use.
+        values = _credential_values(named)
+        credentials = [
+            given_value if given_value is not None else values.get(name)
+            for name, given_value in zip(_CREDENTIALS, credentials, strict=True)
+        ]
+        if not values:  # unknown here: at least two names are two issuers
+            credentials.append(f"credential:{named}")
     # Not the endpoint: LiteLLM's logging details hold the resolved URL where the deployment
     # hook has none, and an endpoint does not tell organisations apart, its credential does.
     fingerprint = identity.origin_of(provider, credentials)
     return fingerprint, str(deployment_id) if deployment_id is not None else None
+
+
+def _credential_values(name: str) -> dict[str, Any]:
+    """The values of LiteLLM's named credential `name` (`litellm.credential_list`; {} when
+    there is none of that name)."""
+    try:
+        from litellm.litellm_core_utils.credential_accessor import CredentialAccessor
+
+        credential = CredentialAccessor.find_credential(name)
+    except Exception:  # a LiteLLM without named credentials
+        return {}
+    values = getattr(credential, "credential_values", None)
+    return dict(values) if isinstance(values, dict) else {}
 
 
 def request_param(kwargs: Mapping[str, Any], name: str) -> Any:

@@ -146,3 +146,97 @@ async def test_a_router_group_of_two_openai_organisations_keeps_each_ones_items(
     assert org_b.refusals == []
     assert item["encrypted_content"] in to_a
     assert callback.stats["foreign_origin"] == 1
+
+
+@pytest.fixture
+def two_named_credentials() -> Iterator[tuple[AnthropicUpstream, AnthropicUpstream]]:
+    """Two Claude accounts known only by LiteLLM credential name (`litellm.credential_list`):
+    `acct-a` and `acct-b`, each with its own key and server."""
+    from litellm.types.utils import CredentialItem
+
+    saved = list(litellm.credential_list)
+    with AnthropicUpstream(strict=True) as account_a, AnthropicUpstream(strict=True) as account_b:
+        account_b.revoked.add(SIG_A)  # account B cannot read account A's blocks
+        litellm.credential_list = [
+            CredentialItem(
+                credential_name=name,
+                credential_values={"api_key": key, "api_base": server.base_url},
+                credential_info={},
+            )
+            for name, key, server in (
+                ("acct-a", "sk-ant-org-a", account_a),
+                ("acct-b", "sk-ant-org-b", account_b),
+            )
+        ]
+        try:
+            yield account_a, account_b
+        finally:
+            litellm.credential_list = saved
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion", "router"])
+async def test_named_credentials_of_two_accounts_keep_each_accounts_blocks(
+    callback: ReasoningCallback,
+    two_named_credentials: tuple[AnthropicUpstream, AnthropicUpstream],
+    how: str,
+) -> None:
+    """`litellm_credential_name` picks the account; LiteLLM resolves it after the deployment
+    hook, so the fingerprint once saw no key at all and account A's signed block went to
+    account B ("Invalid `signature`"). The call's own credential is fingerprinted now."""
+    account_a, account_b = two_named_credentials
+    model = f"claude-sonnet-4-5-named-{how}"
+    account_a.script(
+        model,
+        AnthropicReply(
+            [
+                {"type": "thinking", "thinking": "Read a.py.", "signature": SIG_A},
+                {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}},
+            ]
+        ),
+    )
+    for server in (account_a, account_b):
+        server.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+    router = litellm.Router(
+        model_list=[
+            {
+                "model_name": f"claude-{name}",
+                "litellm_params": {
+                    "model": f"anthropic/{model}",
+                    "litellm_credential_name": f"acct-{name}",
+                },
+            }
+            for name in ("a", "b")
+        ],
+        num_retries=0,
+    )
+
+    async def call(account: str, messages: list[Any]) -> Any:
+        params: dict[str, Any] = {
+            "messages": messages,
+            "tools": [TOOL],
+            "thinking": THINKING,
+            "max_tokens": 2048,
+        }
+        if how == "router":
+            reply = await router.acompletion(model=f"claude-{account}", **params)
+        else:
+            params.update(model=f"anthropic/{model}", litellm_credential_name=f"acct-{account}")
+            if how == "completion":
+                import asyncio
+
+                reply = await asyncio.to_thread(litellm.completion, **params)
+            else:
+                reply = await litellm.acompletion(**params)
+        return reply.choices[0].message
+
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+    first = await call("a", messages)
+    messages += [
+        dropping_client(first),
+        {"role": "tool", "tool_call_id": "toolu_a", "content": "one line"},
+    ]
+    assert (await call("b", messages)).content == "one line"
+    assert (await call("a", messages)).content == "one line"
+    assert SIG_A not in json.dumps(account_b.bodies(model)), "account A's block reached B"
+    assert account_b.refusals == []
+    assert SIG_A in json.dumps(account_a.bodies(model)[-1]), "account A gets its own block back"
