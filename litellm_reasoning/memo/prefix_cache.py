@@ -72,6 +72,9 @@ class History:
     """Indices of the user messages (what tool-call keys are anchored to)."""
     legacy: list[str | None] = field(default_factory=list)
     """Release 0.1.0's key of each message, filled in when first asked for ("": none)."""
+    held: list[int] = field(default_factory=list)
+    """Cumulative bytes of the reasoning the recipes of `assistant[: len(held)]` hold (restored
+    records among it): counted when the history is remembered."""
     _remembered: bool = field(default=False, repr=False)
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
@@ -137,6 +140,28 @@ class History:
     @property
     def size(self) -> int:
         return self.sizes[-1] if self.sizes else 0
+
+    def held_bytes(self) -> int:
+        """What the recipes hold beyond the messages (`held`, brought up to date)."""
+        held, recipes = self.held, self.recipes
+        total = held[-1] if held else 0
+        for index in self.assistant[len(held) :]:
+            recipe = recipes[index] if index < len(recipes) else None
+            if recipe is not None:
+                total += _reasoning_bytes(recipe.from_store)
+                if recipe.reasoning is not recipe.from_store:
+                    total += _reasoning_bytes(recipe.reasoning)
+            held.append(total)
+        return total
+
+
+def _reasoning_bytes(record: Reasoning | None) -> int:
+    if record is None:
+        return 0
+    return sum(
+        len(part.text) + len(part.signature or "") + len(part.data or "") + _OVERHEAD
+        for part in record.parts
+    )
 
 
 def _copy(message: Any) -> tuple[Any, int]:
@@ -239,6 +264,7 @@ class PrefixCache:
             )
             history.users = earlier.users[: bisect_left(earlier.users, same)]
             history.legacy = earlier.legacy[:same]
+            history.held = earlier.held[: len(history.assistant)]
             for index in history.detailed:
                 # Reasoning holding provider dicts is read again: no object of an earlier
                 # request reaches this one's wire.
@@ -355,7 +381,7 @@ class PrefixCache:
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""
-        if history._remembered or history.size > self.max_bytes:
+        if history._remembered or history.size + history.held_bytes() > self.max_bytes:
             return
         history._remembered = True
         history.messages = ()  # the caller's dicts are not kept alive
@@ -371,7 +397,7 @@ class PrefixCache:
                 else:
                     kept.append(earlier)
             kept.insert(0, history)
-            self._bytes += history.size
+            self._bytes += history.size + history.held_bytes()
             self._count += 1
             while len(kept) > self.per_scope:
                 self._forget(kept.pop())
@@ -385,7 +411,7 @@ class PrefixCache:
                     del self._scopes[scope]
 
     def _forget(self, history: History) -> None:
-        self._bytes -= history.size
+        self._bytes -= history.size + history.held_bytes()
         self._count -= 1
 
     @property

@@ -347,6 +347,41 @@ def test_bounds() -> None:
     assert len(nothing) == 0 and nothing.size == 0
 
 
+def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
+    """A remembered history's recipes hold the records restored into it: their bytes count
+    against `max_bytes` (held-out run: 429 MB of restored records held while the cache counted
+    0.4 MB against its 64 MiB)."""
+    messages = _loop(10)
+    stored = {
+        index: Reasoning(parts=(ReasoningPart(text="x" * 100_000),), provider="deepseek")
+        for index in assistant_indices(messages)
+    }
+
+    def remembered(cache: PrefixCache) -> PrefixCache:
+        history = cache.walk(SCOPE, messages)
+        dialect = get_dialect("openai_chat")
+        render(
+            messages,
+            dialect,
+            TurnPolicy.ALL_TURNS,
+            stored,
+            history.owns,
+            assistant=history.assistant,
+            flagged=history.flagged,
+            recipes=history.recipes,
+        )
+        cache.remember(history)
+        return cache
+
+    held = remembered(PrefixCache())
+    assert len(held) == 1 and held.size >= 10 * 100_000
+    assert len(remembered(PrefixCache(max_bytes=500_000))) == 0  # over the cap: not kept
+    once = held.size
+    for _ in range(3):  # a request repeating it supersedes it: what it counted is given back
+        remembered(held)
+    assert held.size == once and len(held) == 1
+
+
 def test_many_short_conversations_are_capped_by_count() -> None:
     """Many tenants with one short conversation each (a gateway's end users): the count cap
     holds even while the byte estimate is far below `max_bytes`, oldest scopes out first."""
