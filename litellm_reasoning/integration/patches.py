@@ -61,6 +61,20 @@ _BEFORE_BUILD: list[weakref.WeakMethod[BeforeBuild]] = []
 _FAILS: list[weakref.WeakMethod[Fail]] = []
 
 
+MARK = "_litellm_reasoning_callback"
+"""An attribute `ReasoningCallback` instances carry: what `registered` looks for."""
+
+
+def registered() -> bool:
+    """Whether a litellm-reasoning callback is in `litellm.callbacks`. Every patch does its
+    work only then: installed once per process (the first sync Bedrock call needs them before
+    any hook runs), they leave LiteLLM's own behaviour untouched until a callback is
+    registered, and again after it is removed."""
+    import litellm
+
+    return any(getattr(cb, MARK, False) for cb in litellm.callbacks)
+
+
 def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
     """Every patch, unless turned off; a patch that fails is reported to `fail` and skipped.
     `before_build`, a bound method of the callback, renders sync calls where a patch builds
@@ -119,6 +133,9 @@ def send_bedrock_redacted_thinking() -> None:
 
         @functools.wraps(original)
         def translate(thinking_blocks: list[Any]) -> list[Any]:
+            if not registered():
+                unchanged: list[Any] = original(thinking_blocks)
+                return unchanged
             out: list[Any] = []
             for block in thinking_blocks:
                 redacted = isinstance(block, dict) and block.get("type") == "redacted_thinking"
@@ -160,6 +177,8 @@ def watch_streams() -> None:
             @functools.wraps(init)
             def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
                 init(self, *args, **kwargs)
+                if not registered():
+                    return
                 with contextlib.suppress(Exception):  # watching must never break the stream
                     logging_obj = getattr(self, "logging_obj", None)
                     state = state_in(getattr(logging_obj, "model_call_details", None))
@@ -220,6 +239,8 @@ def keep_messages_stream_bytes() -> None:
 
         @functools.wraps(original)
         async def route(*args: Any, **kwargs: Any) -> Any:
+            if not registered():
+                return await original(*args, **kwargs)
             with contextlib.suppress(Exception):  # never breaks the stream's logging
                 logging_obj = kwargs.get("litellm_logging_obj", args[0] if args else None)
                 raw = kwargs.get("raw_bytes")
@@ -298,7 +319,7 @@ def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], boo
 
     @functools.wraps(handle)
     def completion(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if not applies(kwargs):
+        if not applies(kwargs) or not registered():
             return handle(self, *args, **kwargs)
         state = None
         try:

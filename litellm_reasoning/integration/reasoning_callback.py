@@ -97,6 +97,9 @@ class ReasoningCallback(CustomLogger):
             records during a rolling upgrade. Turn off once all are upgraded and a TTL passed.
     """
 
+    _litellm_reasoning_callback = True
+    """What the patches of LiteLLM look for in `litellm.callbacks` (`patches.registered`)."""
+
     def __init__(
         self,
         store: ReasoningStore | str | None = None,

@@ -74,3 +74,34 @@ def test_the_shared_http_handler_still_shows_litellms_parameters() -> None:
     ):
         pytest.skip("this LiteLLM's handler takes no shared_session")
     assert "shared_session" in parameters
+
+
+def test_the_patches_change_nothing_until_a_callback_is_registered() -> None:
+    """Constructing a callback installs the patches (once per process) but they act only while
+    one is in `litellm.callbacks`: on LiteLLM 1.106 the Bedrock converter sent redacted blocks
+    for every Bedrock call of the process as soon as a callback was merely constructed."""
+    import litellm
+    from litellm.litellm_core_utils.prompt_templates import factory
+
+    callback = ReasoningCallback()
+    processor = factory.BedrockConverseMessagesProcessor
+    convert = processor.translate_thinking_blocks_to_reasoning_content_blocks
+    if not getattr(convert, "_litellm_reasoning", False):
+        pytest.skip("this LiteLLM's converter knows redacted blocks: not patched")
+    blocks = [
+        {
+            "type": "redacted_thinking",
+            "data": "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP",
+        }
+    ]
+    saved = list(litellm.callbacks)
+    try:
+        litellm.callbacks = []
+        assert convert(blocks) == convert.__wrapped__(blocks)  # LiteLLM's own behaviour
+        litellm.callbacks = [callback]
+        assert convert(blocks) != convert.__wrapped__(blocks)
+        assert "redactedContent" in str(convert(blocks))
+        litellm.callbacks = []
+        assert convert(blocks) == convert.__wrapped__(blocks)
+    finally:
+        litellm.callbacks = saved
