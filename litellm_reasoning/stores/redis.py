@@ -72,6 +72,12 @@ _PUT = """
 -- KEYS[1]: the tenant's index; KEYS[2..]: record keys.
 -- ARGV[1]: now (ms); ARGV[2]: ttl (ms); ARGV[3]: per-tenant cap; ARGV[4..]: bodies, KEYS order.
 local index, now, ttl, cap = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+-- Something else under the index's name (damage, another program) is replaced, not an error
+-- that would fail every write of the tenant and take the store down for all.
+local kind = redis.call('TYPE', index)['ok']
+if kind ~= 'zset' and kind ~= 'none' then
+  redis.call('DEL', index)
+end
 for i = 2, #KEYS do
   redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ttl)
   redis.call('ZADD', index, now, KEYS[i])

@@ -72,6 +72,9 @@ class ResilientStore(ReasoningStore):
         self._retry_at = 0.0
         self._pending: OrderedDict[tuple[str, str], int] = OrderedDict()
         """(scope, key) -> generation of records kept only locally, oldest first."""
+        self._deletes: OrderedDict[tuple[str, str], int] = OrderedDict()
+        """(scope, key) -> generation of deletes (refused records) the backend has not had yet:
+        made with the write-through, so another worker never restores a refused record."""
         self._generation = 0
         self._flushing = False
         self._slow_in_a_row: Counter[str] = Counter()
@@ -149,12 +152,13 @@ class ResilientStore(ReasoningStore):
             self._slow_in_a_row[kind] = 0
             if self._flushing:
                 return False
+            owed = self._pending or self._deletes
             if self._down_since is None:
-                if not self._pending or time.monotonic() < self._flush_at:
+                if not owed or time.monotonic() < self._flush_at:
                     return False
                 self._flushing = True
                 return True
-            if self._pending:
+            if owed:
                 self._flushing = True
                 return True
             down_since, self._down_since = self._down_since, None
@@ -178,6 +182,7 @@ class ResilientStore(ReasoningStore):
                 self._generation += 1
                 self._pending[(scope, key)] = self._generation
                 self._pending.move_to_end((scope, key))
+                self._deletes.pop((scope, key), None)  # a newer write supersedes the delete
             while len(self._pending) > self.local.max_records:
                 self._pending.popitem(last=False)
                 self.stats["lost"] += 1
@@ -190,6 +195,30 @@ class ResilientStore(ReasoningStore):
                 mark = self._pending.get((scope, key))
                 if mark is not None and (marks is None or marks.get(key) == mark):
                     del self._pending[(scope, key)]
+
+    def _hold_delete(self, scope: str, keys: Sequence[str]) -> None:
+        """`keys` are gone locally but maybe not from the backend: delete them there later."""
+        with self._lock:
+            for key in keys:
+                self._generation += 1
+                self._deletes[(scope, key)] = self._generation
+                self._deletes.move_to_end((scope, key))
+            while len(self._deletes) > self.local.max_records:
+                self._deletes.popitem(last=False)
+
+    def _delete_batches(self) -> list[tuple[str, list[str], dict[str, int]]]:
+        """Deletes the backend has not had, by scope: (scope, keys, generation marks)."""
+        with self._lock:
+            by_scope: defaultdict[str, dict[str, int]] = defaultdict(dict)
+            for (scope, key), mark in self._deletes.items():
+                by_scope[scope][key] = mark
+        return [(scope, list(marks), marks) for scope, marks in by_scope.items()]
+
+    def _deleted(self, scope: str, marks: Mapping[str, int]) -> None:
+        with self._lock:
+            for key, mark in marks.items():
+                if self._deletes.get((scope, key)) == mark:
+                    del self._deletes[(scope, key)]
 
     def _batches(self) -> Iterator[tuple[str, dict[str, Reasoning], dict[str, int]]]:
         """Pending records by scope, in chunks: (scope, records, generation marks)."""
@@ -215,13 +244,13 @@ class ResilientStore(ReasoningStore):
         with self._lock:
             self._flushing = False
             down_since = self._down_since
-            if exc is None and not self._pending:
+            if exc is None and not self._pending and not self._deletes:
                 self._down_since = None
             if exc is None:
                 self._slow_in_a_row["write"] = 0
         if exc is not None:
             self._failed(exc, "writing records kept locally through")
-        elif down_since is not None and not self._pending:
+        elif down_since is not None and not self._pending and not self._deletes:
             self._recovered(down_since, written)
 
     def _merge(
@@ -241,6 +270,9 @@ class ResilientStore(ReasoningStore):
     def _flush(self) -> None:
         written = 0
         try:
+            for scope, keys, marks in self._delete_batches():
+                self.backend.delete_many(scope, keys)
+                self._deleted(scope, marks)
             for scope, records, marks in self._batches():
                 self.backend.put_many(scope, records)
                 written += self._flushed(scope, records, marks)
@@ -308,21 +340,28 @@ class ResilientStore(ReasoningStore):
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         self.local.delete_many(scope, keys)
         self._release(scope, keys, None)
-        if keys and self._route():
-            try:
-                self.backend.delete_many(scope, keys)
-            except Exception as exc:
-                # Lost for the backend: the callback's own refused set still holds them here.
-                self._failed(exc, "deleting")
-                return
-            if self._succeeded("write"):
-                self._flush()
+        if not keys:
+            return
+        if not self._route():
+            self._hold_delete(scope, keys)  # made with the write-through
+            return
+        try:
+            self.backend.delete_many(scope, keys)
+        except Exception as exc:
+            self._hold_delete(scope, keys)
+            self._failed(exc, "deleting")
+            return
+        if self._succeeded("write"):
+            self._flush()
 
     # ------------------------------------------------------------------ async
 
     async def _aflush(self) -> None:
         written = 0
         try:
+            for scope, keys, marks in self._delete_batches():
+                await self.backend.adelete_many(scope, keys)
+                self._deleted(scope, marks)
             for scope, records, marks in self._batches():
                 await self.backend.aput_many(scope, records)
                 written += self._flushed(scope, records, marks)
@@ -395,14 +434,19 @@ class ResilientStore(ReasoningStore):
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
         self.local.delete_many(scope, keys)
         self._release(scope, keys, None)
-        if keys and self._route():
-            try:
-                await self.backend.adelete_many(scope, keys)
-            except Exception as exc:
-                self._failed(exc, "deleting")
-                return
-            if self._succeeded("write"):
-                await self._aflush()
+        if not keys:
+            return
+        if not self._route():
+            self._hold_delete(scope, keys)  # made with the write-through
+            return
+        try:
+            await self.backend.adelete_many(scope, keys)
+        except Exception as exc:
+            self._hold_delete(scope, keys)
+            self._failed(exc, "deleting")
+            return
+        if self._succeeded("write"):
+            await self._aflush()
 
     # ------------------------------------------------------------------ lifecycle, operator side
 
@@ -411,7 +455,7 @@ class ResilientStore(ReasoningStore):
 
         Tried whatever the retry window says: records kept after one slow write would otherwise
         be lost with the process."""
-        if self._pending:
+        if self._pending or self._deletes:
             with self._lock:
                 flush = not self._flushing
                 self._flushing = True
@@ -425,7 +469,7 @@ class ResilientStore(ReasoningStore):
     async def aclose(self) -> None:
         """`close`, with the backend's own `aclose` (its async connections on this loop)."""
         flush = False
-        if self._pending:
+        if self._pending or self._deletes:
             with self._lock:
                 flush = not self._flushing
                 self._flushing = True

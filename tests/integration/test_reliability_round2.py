@@ -132,6 +132,34 @@ def test_junk_under_our_redis_keys_is_one_unreadable_record() -> None:
         store.close()
 
 
+@pytest.mark.redis
+def test_junk_under_a_tenants_index_key_is_replaced_not_an_outage() -> None:
+    """Something that is not a sorted set under a tenant's index key made every write of that
+    tenant fail with WRONGTYPE, which took the store down for every tenant (held-out run).
+    The write replaces it; the store stays up and other tenants never notice."""
+    prefix = f"lr-junk-index-{uuid.uuid4().hex[:6]}:"
+    store = store_from_url(f"redis://127.0.0.1:6379/0?prefix={prefix}")
+    assert isinstance(store, ResilientStore) and isinstance(store.backend, RedisStore)
+    raw = redis_client.Redis.from_url("redis://127.0.0.1:6379/0")
+    backend = store.backend
+    try:
+        from litellm_reasoning.stores import scope_id
+
+        raw.set(backend._index(scope_id("ns=t")), b"not an index")
+        record = Reasoning(parts=(ReasoningPart(text="fine"),))
+        store.put_many("ns=t", {"k": record})
+        store.put_many("ns=other", {"k": record})
+        assert store.available and store.stats["outages"] == 0 and store.stats["failures"] == 0
+        other = store_from_url(f"redis://127.0.0.1:6379/0?prefix={prefix}")  # another worker
+        assert other.get_many("ns=t", ["k"]) == {"k": record}
+        assert [t.records for t in other.tenants()] == [1, 1]
+        other.close()
+    finally:
+        for name in raw.scan_iter(match=f"{prefix}*"):
+            raw.delete(name)
+        store.close()
+
+
 # ------------------------------------------------------------------ 2. client-chosen call ids
 
 

@@ -289,3 +289,30 @@ async def _continue_on_a_late_redis(
     litellm.logging_callback_manager._reset_all_callbacks()
     worker_a.store.close()
     store_b.close()
+
+
+async def test_a_refused_record_deleted_while_redis_stalls_is_deleted_when_it_returns(
+    own_redis: OwnRedis,
+) -> None:
+    """A refusal evicts the record it sent; when Redis is stalled at that moment the delete is
+    kept and made with the write-through once Redis answers again, so another worker never
+    restores the refused record (held-out run: it did, and was refused again)."""
+    url = f"{own_redis.url}?timeout=0.2&retry=0.5"
+    worker_a, worker_b = _resilient(url), _resilient(url)
+    await worker_a.aput_many(SCOPE, {"refused": RECORDS["k0"], "kept": RECORDS["k1"]})
+    own_redis.freeze()
+    try:
+        for _ in range(2):  # two late answers: the store is down
+            await worker_a.aget_many(SCOPE, ["kept"])
+        assert not worker_a.available
+        # Refused now: while the store is down the delete cannot be made (0.3.0 dropped it).
+        await worker_a.adelete_many(SCOPE, ["refused"])
+    finally:
+        own_redis.thaw()
+    await asyncio.sleep(0.6)  # the retry window
+    await worker_a.aput_many(SCOPE, {"new": RECORDS["k2"]})  # back: the delete goes through
+    assert worker_a.available
+    found = await worker_b.aget_many(SCOPE, ["refused", "kept", "new"])
+    assert set(found) == {"kept", "new"}
+    await worker_a.aclose()
+    await worker_b.aclose()
