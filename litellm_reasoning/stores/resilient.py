@@ -175,17 +175,32 @@ class ResilientStore(ReasoningStore):
             written,
         )
 
-    def _hold(self, scope: str, keys: Sequence[str]) -> None:
-        """`keys` are only in the local layer: remember to write them through."""
+    def _owe(
+        self,
+        owed: OrderedDict[tuple[str, str], int],
+        superseded: OrderedDict[tuple[str, str], int],
+        scope: str,
+        keys: Sequence[str],
+    ) -> int:
+        """Enter `keys` in `owed` (pending writes or deletes) with a new generation, out of
+        `superseded` (the other kind); the oldest beyond the local layer's size are dropped:
+        how many."""
+        dropped = 0
         with self._lock:
             for key in keys:
                 self._generation += 1
-                self._pending[(scope, key)] = self._generation
-                self._pending.move_to_end((scope, key))
-                self._deletes.pop((scope, key), None)  # a newer write supersedes the delete
-            while len(self._pending) > self.local.max_records:
-                self._pending.popitem(last=False)
-                self.stats["lost"] += 1
+                owed[(scope, key)] = self._generation
+                owed.move_to_end((scope, key))
+                superseded.pop((scope, key), None)
+            while len(owed) > self.local.max_records:
+                owed.popitem(last=False)
+                dropped += 1
+        return dropped
+
+    def _hold(self, scope: str, keys: Sequence[str]) -> None:
+        """`keys` are only in the local layer: remember to write them through (a newer write
+        supersedes a delete not made yet)."""
+        self.stats["lost"] += self._owe(self._pending, self._deletes, scope, keys)
         self.stats["held"] += len(keys)
 
     def _release(self, scope: str, keys: Sequence[str], marks: Mapping[str, int] | None) -> None:
@@ -198,13 +213,7 @@ class ResilientStore(ReasoningStore):
 
     def _hold_delete(self, scope: str, keys: Sequence[str]) -> None:
         """`keys` are gone locally but maybe not from the backend: delete them there later."""
-        with self._lock:
-            for key in keys:
-                self._generation += 1
-                self._deletes[(scope, key)] = self._generation
-                self._deletes.move_to_end((scope, key))
-            while len(self._deletes) > self.local.max_records:
-                self._deletes.popitem(last=False)
+        self._owe(self._deletes, self._pending, scope, keys)
 
     def _delete_batches(self) -> list[tuple[str, list[str], dict[str, int]]]:
         """Deletes the backend has not had, by scope: (scope, keys, generation marks)."""
