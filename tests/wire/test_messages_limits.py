@@ -106,3 +106,48 @@ async def test_the_budget_drops_the_oldest_blocks_as_one_leading_run() -> None:
     assert _kinds(wire[3]) == ["thinking", "text"]
     assert wire[5]["content"] == _call("three")
     assert callback.stats["over_budget"] == 2
+
+
+def test_a_long_stream_is_read_back_whole() -> None:
+    """12 000 thinking deltas and a tool input in 400 pieces (a long Claude Code step): the
+    blocks come back whole, each field's pieces joined once."""
+    import json as _json
+
+    from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, sse_from_reply
+    from litellm_reasoning.wire.anthropic.messages import content_of_stream
+
+    thinking = "".join(f"step {i}. " for i in range(12_000))
+    tool_input = {"path": "x" * 2_000}
+    reply = AnthropicReply(
+        [
+            {"type": "thinking", "thinking": thinking, "signature": "EqQB-long=="},
+            {"type": "tool_use", "id": "toolu_long", "name": "read_file", "input": tool_input},
+        ]
+    )
+    events = []
+    recut: set[str] = set()
+    for event in sse_from_reply("claude-sonnet-4-6", reply).split("\n\n"):
+        data = event.partition("data: ")[2]
+        payload = _json.loads(data) if data else None
+        delta = (payload or {}).get("delta") or {}
+        kind = delta.get("type")
+        if kind in recut:
+            continue  # the server's own pieces of what was re-cut already
+        if kind in ("thinking_delta", "input_json_delta"):
+            recut.add(kind)
+        if kind == "thinking_delta":  # re-cut into one delta per step
+            for i in range(12_000):
+                piece = {**payload, "delta": {**delta, "thinking": f"step {i}. "}}
+                events.append(f"event: content_block_delta\ndata: {_json.dumps(piece)}")
+            continue
+        if kind == "input_json_delta":
+            text = _json.dumps(tool_input)
+            for start in range(0, len(text), 5):
+                piece = {**payload, "delta": {**delta, "partial_json": text[start : start + 5]}}
+                events.append(f"event: content_block_delta\ndata: {_json.dumps(piece)}")
+            continue
+        if event:
+            events.append(event)
+    deltas = [e for e in events if "thinking_delta" in e]
+    assert len(deltas) == 12_000
+    assert content_of_stream("\n\n".join(events) + "\n\n") == reply.content

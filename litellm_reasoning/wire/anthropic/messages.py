@@ -191,7 +191,9 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     `message_stop` arrived; None before (a cut stream is not a reply to keep). A thinking block
     without its `signature_delta` is kept unsigned (never sent back)."""
     blocks: dict[int, dict[str, Any]] = {}
-    json_parts: dict[int, list[str]] = {}
+    pieces: dict[tuple[int, str], list[str]] = {}
+    """(block index, field) -> the field's pieces in order, joined once at the end (adding
+    each delta to a growing string is quadratic in a long block's deltas)."""
     stopped = False
     for line in sse.splitlines():
         if not line.startswith("data:"):
@@ -209,30 +211,43 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
             block = event.get("content_block")
             blocks[index] = dict(block) if isinstance(block, dict) else {}
         elif kind == "content_block_delta" and index in blocks:
-            _apply_delta(blocks[index], event.get("delta"), json_parts.setdefault(index, []))
+            found = _delta_piece(event.get("delta"))
+            if found is not None:
+                name, piece = found
+                if (index, name) not in pieces:
+                    start = blocks[index].get(name) if name != "partial_json" else None
+                    pieces[(index, name)] = [str(start or "")]
+                pieces[(index, name)].append(piece)
     if not stopped:
         return None
-    for index, pieces in json_parts.items():
-        if pieces and blocks[index].get("type") == "tool_use":
+    for (index, name), parts in pieces.items():
+        if name != "partial_json":
+            blocks[index][name] = "".join(parts)
+        elif blocks[index].get("type") == "tool_use":
             try:
-                blocks[index]["input"] = json.loads("".join(pieces))
+                blocks[index]["input"] = json.loads("".join(parts))
             except ValueError:
                 return None
     return [blocks[i] for i in sorted(blocks)]
 
 
-def _apply_delta(block: dict[str, Any], delta: Any, json_pieces: list[str]) -> None:
+_DELTA_FIELDS = {
+    "thinking_delta": "thinking",
+    "signature_delta": "signature",
+    "text_delta": "text",
+    "input_json_delta": "partial_json",
+}
+"""A content delta's type -> the field its piece adds to (`partial_json`: the tool input)."""
+
+
+def _delta_piece(delta: Any) -> tuple[str, str] | None:
+    """(field, piece) of a content delta; None for a kind that adds nothing kept here."""
     if not isinstance(delta, dict):
-        return
-    kind = delta.get("type")
-    if kind == "thinking_delta":
-        block["thinking"] = str(block.get("thinking") or "") + str(delta.get("thinking") or "")
-    elif kind == "signature_delta":
-        block["signature"] = str(block.get("signature") or "") + str(delta.get("signature") or "")
-    elif kind == "text_delta":
-        block["text"] = str(block.get("text") or "") + str(delta.get("text") or "")
-    elif kind == "input_json_delta":
-        json_pieces.append(str(delta.get("partial_json") or ""))
+        return None
+    name = _DELTA_FIELDS.get(str(delta.get("type")))
+    if name is None:
+        return None
+    return name, str(delta.get(name) or "")
 
 
 def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:
