@@ -15,7 +15,9 @@ from typing import Any
 logger = logging.getLogger("litellm_reasoning")
 
 _checked: set[tuple[str | None, str | None]] = set()
-"""Deployments already asked about: the route is decided once per deployment, not per request."""
+"""Deployments already asked about: the route is decided once per deployment, not per request.
+Bounded (`_MAX_CHECKED`, then forgotten): clients choose model names on a wildcard route."""
+_MAX_CHECKED = 4096
 
 
 def serves_messages(provider: str | None, model: str | None) -> bool:
@@ -41,6 +43,8 @@ def warn_if_served_natively(provider: str | None, model: str | None) -> None:
     """One warning per deployment whose Anthropic-format calls the Rust core serves."""
     if (provider, model) in _checked:
         return
+    if len(_checked) >= _MAX_CHECKED:
+        _checked.clear()
     _checked.add((provider, model))
     if not serves_messages(provider, model):
         return
