@@ -15,6 +15,7 @@ import time
 from typing import Any
 
 import litellm
+import pytest
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -25,6 +26,7 @@ from litellm_reasoning.testing.refusals import kimi_reasoning_required
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytest_plugins = ["store_fixtures"]
+pytestmark = pytest.mark.once  # the store's reads, not LiteLLM's: one line is enough
 
 STEPS = 1100
 REASONING_BYTES = 20_000

@@ -284,3 +284,50 @@ async def test_the_adapter_route_keeps_the_turn_across_a_delivery(
     loop = next(m for m in sent if m.get("tool_calls"))
     assert (loop.get("reasoning_content") or loop.get("reasoning")) == "Read a."
     assert not any("turn" in m for m in sent)
+
+
+REDACTED_DISPLAY = [  # `redact-thinking-2026-02-12` (Claude Code): the text withheld, signed
+    {"type": "thinking", "thinking": "", "signature": SIG + "-redacted-display"},
+    {"type": "tool_use", "id": "toolu_sdk_r1", "name": "read_file", "input": {"path": "a"}},
+    {"type": "thinking", "thinking": "", "signature": SIG + "-redacted-display-2"},
+    {"type": "tool_use", "id": "toolu_sdk_r2", "name": "read_file", "input": {"path": "b"}},
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+async def test_thinking_blocks_with_no_text_are_restored_in_place(
+    callback: ReasoningCallback, stream: bool
+) -> None:
+    """Claude Code's redact-thinking beta returns thinking blocks whose text is empty and whose
+    signature alone carries them: stored and restored in place like any other, never dropped
+    as empty (anthropics/claude-code#86865)."""
+    if stream:
+        pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy")
+    model = f"claude-opus-4-6-redact-display-{stream}"
+    with AnthropicUpstream(strict=True) as claude:
+        claude.script(model, AnthropicReply(REDACTED_DISPLAY))
+        claude.always(model, AnthropicReply([{"type": "text", "text": "both read"}]))
+        params = _params(model, claude.base_url)
+        messages: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+        first = await litellm.anthropic.messages.acreate(messages=messages, stream=stream, **params)
+        if stream:
+            assert b'"signature_delta"' in b"".join([c async for c in first])
+        messages += [
+            {
+                "role": "assistant",
+                "content": [b for b in REDACTED_DISPLAY if b["type"] == "tool_use"],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": f"toolu_sdk_r{i}", "content": "x"}
+                    for i in (1, 2)
+                ],
+            },
+        ]
+        answer = await litellm.anthropic.messages.acreate(messages=messages, **params)
+        wire = claude.bodies(model)[-1]["messages"]
+    assert answer["content"][0]["text"] == "both read"
+    assert claude.refusals == []
+    assert wire[1]["content"] == REDACTED_DISPLAY
+    assert callback.stats["restored"] == 1
