@@ -134,7 +134,11 @@ def _fingerprint(block: Any) -> tuple[Any, ...]:
 
 def _thinking_on(body: dict[str, Any]) -> bool:
     thinking = body.get("thinking")
-    return isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive")
+    return isinstance(thinking, dict) and thinking.get("type") in (
+        "enabled",
+        "adaptive",
+        "between_tools",
+    )
 
 
 def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> str | None:

@@ -198,6 +198,54 @@ async def test_a_client_holding_empty_text_gets_the_blocks_in_place(
     assert _assistant_content(claude_api.bodies(model)[before:][1], 0) == reply
 
 
+@pytest.mark.parametrize("how", CALLS)
+async def test_between_tools_thinking_gets_its_blocks_back_in_place(
+    how: str, claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Sonnet 5.5's `thinking: {"type": "between_tools"}` (thinking only between tool calls,
+    Claude's signed-block rules): recognised as thinking on, a dropping client's interleaved
+    blocks go back where they stood; a tool loop with no block to send gets thinking turned off
+    for that call instead of Claude's 400."""
+    model = f"claude-sonnet-5-5-{how}"
+    between = {"type": "between_tools"}
+    reply = INTERLEAVED["plain"]
+    claude.script(model, AnthropicReply(reply), AnthropicReply([{"type": "text", "text": "ok"}]))
+    refused = len(claude.refusals)
+    history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
+    params = {"tools": [TOOL], "thinking": between, "max_tokens": 2048}
+    first = await complete(
+        how, f"anthropic/{model}", claude.base_url, history, stream=False, **params
+    )
+    history.append(dropping_client(first))
+    history += [_result(c["id"]) for c in history[-1]["tool_calls"]]
+    await complete(
+        how, f"anthropic/{model}", claude.base_url, list(history), stream=False, **params
+    )
+    assert claude.refusals[refused:] == []
+    assert _assistant_content(claude.bodies(model)[-1], 0) == reply
+    # A tool loop whose blocks nobody has (another provider's tool calls): thinking goes off.
+    foreign = [
+        {"role": "user", "content": "Read c.py."},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "call_other",
+                    "type": "function",
+                    "function": {"name": "read_file", "arguments": '{"path": "c.py"}'},
+                }
+            ],
+        },
+        _result("call_other"),
+    ]
+    claude.script(model, AnthropicReply([{"type": "text", "text": "ok"}]))
+    await complete(how, f"anthropic/{model}", claude.base_url, foreign, stream=False, **params)
+    assert claude.refusals[refused:] == []
+    assert "thinking" not in claude.bodies(model)[-1]
+    assert callback.stats["thinking_disabled"] == 1
+
+
 async def test_all_turns_keeps_every_earlier_message_in_its_order(
     claude: AnthropicUpstream, callback: ReasoningCallback
 ) -> None:

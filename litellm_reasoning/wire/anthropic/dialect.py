@@ -103,13 +103,18 @@ def tool_loop_needs_thinking(messages: Sequence[Any]) -> bool:
     return False
 
 
+THINKING_ON = frozenset({"enabled", "adaptive", "between_tools"})
+"""`thinking.type` values that turn Claude's thinking on (`between_tools`: Sonnet 5.5, thinking
+only between tool calls, the same signed-block rules)."""
+
+
 def thinking_requested(params: Sequence[Any]) -> bool:
     """Whether any of `params` (request keyword dicts) turns Claude's thinking on."""
     for p in params:
         if not isinstance(p, dict):
             continue
         thinking = p.get("thinking")
-        if isinstance(thinking, dict) and thinking.get("type") in ("enabled", "adaptive"):
+        if isinstance(thinking, dict) and thinking.get("type") in THINKING_ON:
             return True
         effort = p.get("reasoning_effort")
         if isinstance(effort, str) and effort not in ("", "none", "disable", "disabled"):
