@@ -246,3 +246,26 @@ async def test_a_chat_client_keeping_inline_blocks_in_claude_codes_order(
     summary = await _summary(summaries, model)
     assert summary["counts"]["reordered"] == 1
     assert summary["messages"] == {"1": "reordered"}
+
+
+def test_a_kept_reply_whose_order_is_not_known_is_left_as_sent() -> None:
+    """A reply with blocks of kinds a layout does not know (server tools) is stored without a
+    layout: a message holding such blocks is never "repaired" into thinking-first order (the
+    client's order may well be Claude's). Without such blocks, no layout means Claude's own
+    order: thinking first."""
+    from litellm_reasoning.wire.anthropic.messages import in_issued_order, record_of_reply
+
+    a = {"type": "thinking", "thinking": "Search first.", "signature": "EqQB-st-1=="}
+    b = {"type": "thinking", "thinking": "Now read.", "signature": "EqQB-st-2=="}
+    use = {"type": "tool_use", "id": "toolu_st_1", "name": "Read", "input": {}}
+    search = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1", "content": []}
+    with_server_tools = [a, search, result, b, use]
+    record = record_of_reply(with_server_tools, provider="anthropic", model="m")
+    assert record is not None and record.layout == ()
+    message = {"role": "assistant", "content": with_server_tools}
+    assert in_issued_order(message, record) is None
+    plain = record_of_reply([a, b, use], provider="anthropic", model="m")
+    assert plain is not None and plain.layout == ()
+    moved = {"role": "assistant", "content": [a, use, b]}
+    assert in_issued_order(moved, plain) == {"role": "assistant", "content": [a, b, use]}

@@ -305,6 +305,10 @@ def reorder_candidates(
     return out
 
 
+_LAID_OUT = frozenset({*BLOCK_TYPES, "text", "tool_use"})
+"""The block kinds a record's layout knows (with others, a record has none: `layout_of_blocks`)."""
+
+
 def in_issued_order(
     message: Mapping[str, Any], record: Reasoning, *, as_issued: bool = False
 ) -> dict[str, Any] | None:
@@ -316,6 +320,11 @@ def in_issued_order(
     blocks = issued_blocks(record) if as_issued else thinking_blocks(record)
     if not kept or not same_blocks(kept, blocks):
         return None
+    if not record.layout and any(
+        not isinstance(b, dict) or b.get("type") not in _LAID_OUT
+        for b in _blocks(message.get("content"))
+    ):
+        return None  # no layout because the reply held blocks of other kinds: order unknown
     laid = with_blocks(without_reasoning_blocks(message), record, as_issued=as_issued)
     if laid is None or laid["content"] == message.get("content"):
         return None
