@@ -48,8 +48,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)
         start = anthropic_messages.turn_start(messages)
-        wanted = anthropic_messages.wanted(scope, cleaned, target.policy, start, digests)
-        reorderable = anthropic_messages.reorder_candidates(
+        wanted, reorderable = anthropic_messages.wanted(
             scope, cleaned, target.policy, start, digests
         )
         asked = {**wanted, **reorderable}

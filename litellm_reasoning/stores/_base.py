@@ -59,8 +59,8 @@ class Evictions:
         self._warned: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def count(self, scope: str, n: int = 1) -> None:
-        sid = scope_id(scope)
+    def count(self, sid: str, n: int = 1) -> None:
+        """`n` records of the tenant `sid` (its `scope_id`) evicted."""
         now = time.monotonic()
         with self._lock:
             self.by_scope_id[sid] += n

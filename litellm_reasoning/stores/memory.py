@@ -122,7 +122,7 @@ class MemoryStore(ReasoningStore):
                 scope = max(self._by_scope, key=lambda s: self._by_scope[s].bytes)
             key = next(iter(self._by_scope[scope].keys))
             self._drop((scope, key))
-            self.evictions.count(scope)
+            self.evictions.count(scope_id(scope))
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         with self._lock:

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import heapq
 import logging
 import os
 import sqlite3
@@ -261,15 +262,15 @@ class SqliteStore(ReasoningStore):
         want_count = self.max_records - self.max_records // 100
         want_bytes = None if max_bytes is None else max_bytes - max_bytes // 100
         usage = {
-            sid: [n, size, scope]
-            for sid, n, size, scope in conn.execute(
-                "SELECT scope_id, COUNT(*), SUM(size), MIN(scope) FROM records GROUP BY scope_id"
+            sid: [n, size]
+            for sid, n, size in conn.execute(
+                "SELECT scope_id, COUNT(*), SUM(size) FROM records GROUP BY scope_id"
             )
         }
         while usage and (count > want_count or (want_bytes is not None and total > want_bytes)):
             by_records = count > want_count
             column = 0 if by_records else 1
-            ranked = sorted(usage, key=lambda s: usage[s][column], reverse=True)
+            ranked = heapq.nlargest(2, usage, key=lambda s: usage[s][column])
             sid = ranked[0]
             runner_up = usage[ranked[1]][column] if len(ranked) > 1 else 0
             # Down to the runner-up (then the two share what remains), at most what is over.
@@ -286,7 +287,7 @@ class SqliteStore(ReasoningStore):
                 freed_records += 1
                 freed_bytes += size
             conn.executemany("DELETE FROM records WHERE rowid = ?", doomed)
-            self.evictions.count(usage[sid][2], freed_records)
+            self.evictions.count(sid, freed_records)
             count, total = count - freed_records, total - freed_bytes
             usage[sid][0] -= freed_records
             usage[sid][1] -= freed_bytes

@@ -53,6 +53,23 @@ def _deployment(name: str, server: Any, key: str, model: str) -> dict[str, Any]:
     }
 
 
+def _script_accounts(
+    model: str, account_a: AnthropicUpstream, account_b: AnthropicUpstream
+) -> None:
+    """Account A answers with a block signed by A and a tool call; then both answer in text."""
+    account_a.script(
+        model,
+        AnthropicReply(
+            [
+                {"type": "thinking", "thinking": "Read a.py.", "signature": SIG_A},
+                {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}},
+            ]
+        ),
+    )
+    for server in (account_a, account_b):
+        server.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+
+
 @pytest.mark.parametrize("sync", [False, True], ids=["acompletion", "completion"])
 async def test_a_router_group_of_two_claude_accounts_keeps_each_accounts_blocks(
     callback: ReasoningCallback, sync: bool
@@ -60,17 +77,7 @@ async def test_a_router_group_of_two_claude_accounts_keeps_each_accounts_blocks(
     model = f"claude-sonnet-4-5-origin-{sync}"
     with AnthropicUpstream(strict=True) as account_a, AnthropicUpstream(strict=True) as account_b:
         account_b.revoked.add(SIG_A)  # account B cannot read account A's blocks
-        account_a.script(
-            model,
-            AnthropicReply(
-                [
-                    {"type": "thinking", "thinking": "Read a.py.", "signature": SIG_A},
-                    {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}},
-                ]
-            ),
-        )
-        for server in (account_a, account_b):
-            server.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+        _script_accounts(model, account_a, account_b)
         router = litellm.Router(
             model_list=[
                 _deployment("account-a", account_a, "sk-ant-org-a", f"anthropic/{model}"),
@@ -185,17 +192,7 @@ async def test_named_credentials_of_two_accounts_keep_each_accounts_blocks(
     account B ("Invalid `signature`"). The call's own credential is fingerprinted now."""
     account_a, account_b = two_named_credentials
     model = f"claude-sonnet-4-5-named-{how}"
-    account_a.script(
-        model,
-        AnthropicReply(
-            [
-                {"type": "thinking", "thinking": "Read a.py.", "signature": SIG_A},
-                {"type": "tool_use", "id": "toolu_a", "name": "read_file", "input": {}},
-            ]
-        ),
-    )
-    for server in (account_a, account_b):
-        server.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+    _script_accounts(model, account_a, account_b)
     router = litellm.Router(
         model_list=[
             {

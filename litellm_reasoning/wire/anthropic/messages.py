@@ -267,42 +267,30 @@ def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool
 
 def wanted(
     scope: str, messages: Sequence[Any], policy: TurnPolicy, turn_start: int, digests: Sequence[str]
-) -> dict[int, str]:
-    """Message index -> store key of each assistant message that came without its blocks and
-    carries reasoning under `policy`."""
-    out: dict[int, str] = {}
-    for i, message in enumerate(messages):
-        if (
-            isinstance(message, dict)
-            and message.get("role") == "assistant"
-            and not reasoning_blocks(message)
-            and keeps(policy, i, turn_start, message)
-        ):
-            out[i] = message_key(scope, digests[i], message)
-    return out
-
-
-def reorder_candidates(
-    scope: str, messages: Sequence[Any], policy: TurnPolicy, turn_start: int, digests: Sequence[str]
-) -> dict[int, str]:
-    """Message index -> store key of each assistant message that came with its blocks in an
-    order that may not be the one Claude issued (more than one block, or one that does not
-    lead, beside tool uses: Claude Code moves interleaved blocks, anthropics/claude-code#63508),
-    and carries reasoning under `policy`."""
-    out: dict[int, str] = {}
+) -> tuple[dict[int, str], dict[int, str]]:
+    """Message index -> store key of each assistant message that carries reasoning under
+    `policy` and came (1) without its blocks, or (2) with them in an order that may not be the
+    one Claude issued (more than one block, or one that does not lead, beside tool uses: Claude
+    Code moves interleaved blocks, anthropics/claude-code#63508). One walk, one read."""
+    missing: dict[int, str] = {}
+    reorderable: dict[int, str] = {}
     for i, message in enumerate(messages):
         if not (isinstance(message, dict) and message.get("role") == "assistant"):
             continue
-        content = message.get("content")
-        if not isinstance(content, list) or not _tool_uses(message):
-            continue
+        content = _blocks(message.get("content"))
         places = [
             j for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES
         ]
-        moved = len(places) > 1 or places[:1] not in ([], [0])
-        if moved and keeps(policy, i, turn_start, message):
-            out[i] = message_key(scope, digests[i], message)
-    return out
+        if places:
+            moved = len(places) > 1 or places[0] != 0
+            if not (moved and _tool_uses(message)):
+                continue
+            into = reorderable
+        else:
+            into = missing
+        if keeps(policy, i, turn_start, message):
+            into[i] = message_key(scope, digests[i], message)
+    return missing, reorderable
 
 
 _LAID_OUT = frozenset({*BLOCK_TYPES, "text", "tool_use"})
@@ -326,7 +314,7 @@ def in_issued_order(
     ):
         return None  # no layout because the reply held blocks of other kinds: order unknown
     laid = with_blocks(without_reasoning_blocks(message), record, as_issued=as_issued)
-    if laid is None or laid["content"] == message.get("content"):
+    if laid is None:
         return None
     own = {block_identity(b): b for b in kept}
     laid["content"] = [
