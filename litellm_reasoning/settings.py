@@ -67,7 +67,9 @@ class Settings(BaseModel):
         description="honour the client-chosen end user and reasoning_namespace as scope parts",
     )
     legacy_keys: bool = Field(
-        default=True, description="also read and write tool-call records under the 0.1.0 keys"
+        default=True,
+        description="also read tool-call records under earlier releases' keys and write a "
+        "marked copy under 0.2.0/0.3.0's (rolling upgrades)",
     )
 
     @field_validator("scope_from_client", "legacy_keys", mode="before")

@@ -180,8 +180,8 @@ def _store_summary(url: str) -> str:
     copies = sum(1 for row in rows if row.record is not None and row.record.superseded)
     if not copies:
         return f"{len(rows)} records"
-    # Tool-call records are also filed under release 0.1.0's keys, for its replicas.
-    return f"{len(rows) - copies} records (+{copies} copies for 0.1.0 replicas)"
+    # Tool-call records are also filed under release 0.3.0's keys, for its replicas.
+    return f"{len(rows) - copies} records (+{copies} copies for 0.3.0 replicas)"
 
 
 async def _run_proxy(stream: bool, summary: dict[str, Any]) -> int:

@@ -6,14 +6,17 @@ ignored, so the same message hashes the same whether or not its reasoning is att
 
 Two keys, never guesses:
 * an assistant message with tool calls is keyed by its tool-call ids together with their
-  function names and its text, and by its place in its turn: the user message it follows (the
-  last one before it) and how many messages after that user message it stands. Not by the rest
-  of the history, so edits to earlier history (a refreshed system prompt) do not lose it; but
-  two conversations whose providers hand out the same ids (Kimi's `functions.<name>:<idx>`, a
-  local server's `call_0`) or two steps of one turn that reuse an id never share a key. The
-  previous release keyed such messages without their place (`legacy_tool_call_key`): records
-  are also written under that key for old replicas during a rolling upgrade, marked so that
-  this release never restores them from there;
+  function names and its text, by the system prompt the conversation opens with (its leading
+  system and developer messages) and by its place in its turn: the user message it follows
+  (the last one before it) and how many messages after that user message it stands. Not by the
+  rest of the history, so edits to earlier turns do not lose it; but two conversations whose
+  providers hand out the same ids (Kimi's `functions.<name>:<idx>`, a local server's
+  `call_0`), even with the same user message under two customers' system prompts, or two steps
+  of one turn that reuse an id never share a key. Releases 0.2.0 and 0.3.0 keyed such messages
+  without the system prompt, 0.1.0 without their place either (`previous_tool_call_keys`):
+  records are also written under the 0.2.0/0.3.0 key for old replicas during a rolling
+  upgrade, marked so that this release never restores them from there, and a record missing
+  under its own key is looked up under both (found only if an old release wrote it);
 * any other message is keyed by its place in the conversation: a chained digest of every message
   up to and including it.
 Both are hashed with the tenant scope, so one tenant's key can never name another's record.
@@ -24,7 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import json.encoder
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from .extract import BLOCK_TYPES, split_tool_call_id
@@ -294,26 +297,54 @@ def scope_string(parts: Mapping[str, Any]) -> str:
     return "|".join(f"{name}={_scope_part(value)}" for name, value in parts.items() if value)
 
 
-Anchor = tuple[bytes, int]
-"""Where a message stands in its turn: the canonical bytes of the last user message before it
-(empty when there is none) and how many places after that message it stands."""
+Anchor = tuple[bytes, int, str]
+"""Where a message stands in its conversation: the canonical bytes of the last user message
+before it (empty when there is none), how many places after that message it stands, and the
+digest of the system prompt the conversation opens with (`system_digest`)."""
 
-NO_ANCHOR: Anchor = (b"", 0)
+NO_ANCHOR: Anchor = (b"", 0, _EMPTY)
+
+SYSTEM_ROLES = frozenset(("system", "developer"))
+"""The roles of the messages a system prompt is made of."""
 
 
-def anchor_at(index: int, user: int | None, user_shape: bytes = b"") -> Anchor:
+def anchor_at(
+    index: int, user: int | None, user_shape: bytes = b"", system: str = _EMPTY
+) -> Anchor:
     """The anchor of position `index` whose last user message before it is at `user` (None:
-    there is none, and the offset counts from the start)."""
-    return (b"", index + 1) if user is None else (user_shape, index - user)
+    there is none, and the offset counts from the start); `system`: `system_digest`."""
+    return (b"", index + 1, system) if user is None else (user_shape, index - user, system)
+
+
+def leading_system_count(roles: Iterable[Any]) -> int:
+    """How many messages the conversation's system prompt spans (its leading system and
+    developer messages)."""
+    count = 0
+    for role in roles:
+        if role not in SYSTEM_ROLES:
+            break
+        count += 1
+    return count
+
+
+def system_digest(shapes: Sequence[bytes]) -> str:
+    """The digest of a system prompt given as its messages' canonical bytes: the conversation
+    digest through its last message (`_EMPTY`: none)."""
+    digest = _EMPTY
+    for shape in shapes:
+        digest = _chain(digest, shape)
+    return digest
 
 
 def anchor_of(roles_and_shapes: Sequence[tuple[Any, bytes]], index: int) -> Anchor:
     """The anchor of position `index` in a conversation given as (role, canonical bytes)."""
+    leading = leading_system_count([role for role, _ in roles_and_shapes[:index]])
+    system = system_digest([shape for _, shape in roles_and_shapes[:leading]])
     for position in range(index - 1, -1, -1):
         role, shape = roles_and_shapes[position]
         if role == "user":
-            return anchor_at(index, position, shape)
-    return anchor_at(index, None)
+            return anchor_at(index, position, shape, system)
+    return anchor_at(index, None, system=system)
 
 
 def message_key(
@@ -326,15 +357,17 @@ def message_key(
     """The store key of an assistant message (see the module docstring). `shape` is its
     `canonical` bytes when the caller has them already; `anchor` its place in its turn."""
     if _has_tool_call_ids(message):
-        user, offset = anchor
+        user, offset, system = anchor
         material = b"".join(
             (
-                b"tc2\x00",
+                b"tc3\x00",
                 scope.encode(),
                 b"\x00",
                 shape or canonical(message),
                 b"\x00",
                 str(offset).encode(),
+                b"\x00",
+                system.encode(),
                 b"\x00",
                 user,
             )
@@ -344,14 +377,31 @@ def message_key(
     return hashlib.blake2b(material, digest_size=20).hexdigest()
 
 
+def previous_tool_call_keys(
+    scope: str, message: dict[str, Any], shape: bytes | None = None, anchor: Anchor = NO_ANCHOR
+) -> tuple[str, str] | None:
+    """The keys earlier releases filed a tool-call message under: 0.2.0/0.3.0's (its place in
+    its turn, no system prompt) and 0.1.0's (neither). None: not a tool-call message."""
+    if not _has_tool_call_ids(message):
+        return None
+    shape = shape or canonical(message)
+    user, offset, _ = anchor
+    placed = b"".join(
+        (b"tc2\x00", scope.encode(), b"\x00", shape, b"\x00", str(offset).encode(), b"\x00", user)
+    )
+    unplaced = b"tc\x00" + scope.encode() + b"\x00" + shape
+    return (
+        hashlib.blake2b(placed, digest_size=20).hexdigest(),
+        hashlib.blake2b(unplaced, digest_size=20).hexdigest(),
+    )
+
+
 def legacy_tool_call_key(
     scope: str, message: dict[str, Any], shape: bytes | None = None
 ) -> str | None:
-    """The key the previous release filed a tool-call message under (None: not one)."""
-    if not _has_tool_call_ids(message):
-        return None
-    material = b"tc\x00" + scope.encode() + b"\x00" + (shape or canonical(message))
-    return hashlib.blake2b(material, digest_size=20).hexdigest()
+    """The key release 0.1.0 filed a tool-call message under (None: not one)."""
+    keys = previous_tool_call_keys(scope, message, shape)
+    return keys[1] if keys else None
 
 
 def key_at(scope: str, messages: Sequence[Any], index: int) -> str:

@@ -85,7 +85,7 @@ class Reasoning:
     """Model that produced it, as the deployment named it."""
     superseded: bool = False
     """A copy kept under the previous release's key for its replicas during a rolling upgrade
-    (`identity.legacy_tool_call_key`); this release never restores one."""
+    (`identity.previous_tool_call_keys`); this release never restores one."""
     layout: tuple[str, ...] = ()
     """Where each block stood among the reply's content blocks, in order (Claude): `r` the next
     reasoning part, `u` the next tool call, `t<n>` a text block of n characters. Empty: not

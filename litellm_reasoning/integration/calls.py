@@ -103,7 +103,7 @@ class CallState:
     where they stood (`anthropic.apply_layout`)."""
     restored: dict[str, Reasoning] = field(default_factory=dict)
     """Store key -> record, for every record restored into this call's request (and its
-    release-0.1.0 key): what a provider's refusal evicts (`healing`)."""
+    earlier releases' keys): what a provider's refusal evicts (`healing`)."""
     restored_source: tuple[Any, Any, Any, Any] | None = None
     """(keys, legacy keys, records by index, restored indices) of a chat request: `restored`
     made only when a refusal asks for it (`restored_records`), not on every request."""
@@ -136,9 +136,10 @@ class CallState:
             record = stored.get(i)
             if record is None:
                 continue
-            for names in (keys, legacy):
-                if i in names:
-                    out[names[i]] = record
+            if i in keys:
+                out[keys[i]] = record
+            for key in legacy.get(i, ()):
+                out[key] = record
         return out
 
     def forget_restored(self) -> None:

@@ -146,13 +146,13 @@ def records(
         digest = identity.chain(call.digest, shape)
         key = identity.message_key(call.scope, message, digest, shape, call.anchor)
         out[key] = reasoning
-        legacy = (
-            identity.legacy_tool_call_key(call.scope, message, shape)
+        previous = (
+            identity.previous_tool_call_keys(call.scope, message, shape, call.anchor)
             if engine.legacy_keys_on
             else None
         )
-        if legacy is not None:  # for replicas still on the previous release
-            out[legacy] = dataclasses.replace(reasoning, superseded=True)
+        if previous is not None:  # for replicas still on the previous release (0.2.0, 0.3.0)
+            out[previous[0]] = dataclasses.replace(reasoning, superseded=True)
     return out
 
 
@@ -206,5 +206,5 @@ def sendable(reasoning: Reasoning) -> Reasoning | None:
 
 
 def primary(found: Mapping[str, Reasoning]) -> int:
-    """How many of `found` are this release's own records (not copies for 0.1.0 readers)."""
+    """How many of `found` are this release's own records (not copies for older replicas)."""
     return sum(not record.superseded for record in found.values())

@@ -57,8 +57,8 @@ class Request:
     """Digest of the whole history: the state this call's reply answers."""
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
-    legacy: dict[int, str]
-    """Message index -> the previous release's key of a tool-call message (rolling upgrades)."""
+    legacy: dict[int, tuple[str, ...]]
+    """Message index -> earlier releases' keys of a tool-call message (rolling upgrades)."""
     anchor: identity.Anchor
     """Where this call's reply will stand in its turn."""
     history: History | None = None
@@ -187,7 +187,7 @@ class Engine:
         scope: str,
         keys: Mapping[int, str],
         before: Mapping[int, str],
-        legacy: Mapping[int, str] | None = None,
+        legacy: Mapping[int, tuple[str, ...]] | None = None,
         required: bool = False,
     ) -> Flow[dict[str, Reasoning]]:
         """The stored records of `keys` (then, for the ones missing, of their `legacy` keys),
@@ -206,7 +206,12 @@ class Engine:
         found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
         if legacy and not isinstance(found, LocalAnswer):
             older = sorted(
-                {legacy[i] for i, key in keys.items() if key not in found and i in legacy}
+                {
+                    older_key
+                    for i, key in keys.items()
+                    if key not in found and i in legacy
+                    for older_key in legacy[i]
+                }
             )
             if older:
                 found.update((yield Read(scope, older, required)))
@@ -443,13 +448,20 @@ class Engine:
 
 
 def _stored_records(
-    keys: Mapping[int, str], legacy: Mapping[int, str], found: Mapping[str, Reasoning]
+    keys: Mapping[int, str],
+    legacy: Mapping[int, tuple[str, ...]],
+    found: Mapping[str, Reasoning],
 ) -> dict[int, Reasoning]:
-    """Message index -> its record: under its own key, else one the previous release wrote
-    under its legacy key (never this release's superseded copy there)."""
+    """Message index -> its record: under its own key, else one an earlier release wrote under
+    its key there, newest release first (never a copy marked superseded: written there for
+    older replicas by a release that also wrote the record under its own key)."""
     stored = {i: found[key] for i, key in keys.items() if key in found}
-    for i, key in legacy.items():
-        record = found.get(key)
-        if i not in stored and record is not None and not record.superseded:
-            stored[i] = record
+    for i, older_keys in legacy.items():
+        if i in stored:
+            continue
+        for key in older_keys:
+            record = found.get(key)
+            if record is not None and not record.superseded:
+                stored[i] = record
+                break
     return stored

@@ -48,21 +48,32 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)
         start = anthropic_messages.turn_start(messages)
+        system = anthropic_messages.system_digest(kwargs.get("system"))
         wanted, reorderable = anthropic_messages.wanted(
-            scope, cleaned, target.policy, start, digests
+            scope, cleaned, target.policy, start, digests, system
         )
         asked = {**wanted, **reorderable}
         found = engine.refused.without_refused(
             scope, await engine.lookup_async(scope, asked, {i: digests[i] for i in asked})
         )
+        records = {i: found[key] for i, key in asked.items() if key in found}
+        previous = _previous_keys(engine, scope, cleaned, asked, records)
+        if previous:
+            older = engine.refused.without_refused(
+                scope, await engine.lookup_async(scope, previous, {})
+            )
+            records.update(
+                (i, older[key])
+                for i, key in previous.items()
+                if key in older and not older[key].superseded
+            )
         usable = {
-            i: found[key]
-            for i, key in asked.items()
-            if key in found
-            and (
-                anthropic_messages.issued_by(found[key], provider)
+            i: record
+            for i, record in records.items()
+            if (
+                anthropic_messages.issued_by(record, provider)
                 if as_issued
-                else dialect.accepts(found[key])
+                else dialect.accepts(record)
             )
         }
         usable = engine.of_origin(usable, origin[0], provider)
@@ -103,6 +114,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             provider, model, target.dialect, target.policy, target.operator_policy
         )
         state.restored = {wanted[i]: stored[i] for i in restored_at}
+        state.restored.update((previous[i], stored[i]) for i in restored_at if i in previous)
         engine.begin(
             state,
             Capture(
@@ -112,6 +124,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 model,
                 origin=origin[0],
                 deployment=origin[1],
+                anchor=anthropic_messages.place_of(cleaned, len(cleaned), system),
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),
@@ -121,6 +134,26 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         state.forget_restored()
         kwargs["messages"] = without_turn(messages)
     return kwargs
+
+
+def _previous_keys(
+    engine: Engine,
+    scope: str,
+    messages: Sequence[Any],
+    asked: Mapping[int, str],
+    found: Mapping[int, Any],
+) -> dict[int, str]:
+    """The keys release 0.3.0 filed the messages not found among `asked` under (rolling
+    upgrades; only on a store another release may share)."""
+    if not engine.legacy_keys_on:
+        return {}
+    out: dict[int, str] = {}
+    for i in asked:
+        if i not in found:
+            key = anthropic_messages.previous_message_key(scope, messages[i])
+            if key is not None:
+                out[i] = key
+    return out
 
 
 def _decide(
@@ -195,8 +228,12 @@ def capture(engine: Engine, state: CallState | None, content: Any) -> Flow[None]
             return
         record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
         message = {"role": "assistant", "content": content}
-        key = anthropic_messages.message_key(call.scope, call.digest, message)
-        yield Write(call.scope, {key: record})
+        key = anthropic_messages.message_key(call.scope, call.digest, message, call.anchor)
+        records = {key: record}
+        previous = anthropic_messages.previous_message_key(call.scope, message)
+        if previous is not None and engine.legacy_keys_on:  # for 0.3.0 replicas
+            records[previous] = dataclasses.replace(record, superseded=True)
+        yield Write(call.scope, records)
         engine.report.stats["captured"] += 1
     except Exception as exc:
         engine.report.fail("capturing the Anthropic-format reply", exc)

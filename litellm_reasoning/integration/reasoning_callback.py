@@ -91,9 +91,10 @@ class ReasoningCallback(CustomLogger):
             (`user`) and `metadata.reasoning_namespace`. In the proxy the virtual key and team
             are the tenant boundary; these only separate cooperating clients of one key. False:
             only the namespace setting, key and team scope the records.
-        legacy_keys: on a SQLite or Redis store, also read tool-call records under the keys
-            release 0.1.0 used, and write a marked copy there (which this release never
-            restores), so 0.1.0 and this release sharing a store keep restoring each other's
+        legacy_keys: on a SQLite or Redis store, also read tool-call records missing under
+            their own key under the keys earlier releases used (0.2.0/0.3.0's, then 0.1.0's),
+            and write a marked copy under 0.2.0/0.3.0's (which this release never restores),
+            so the previous release and this one sharing a store keep restoring each other's
             records during a rolling upgrade. Turn off once all are upgraded and a TTL passed.
     """
 

@@ -70,8 +70,11 @@ class History:
     """How many leading messages were found equal to the earlier request's."""
     users: list[int] = field(default_factory=list)
     """Indices of the user messages (what tool-call keys are anchored to)."""
-    legacy: list[str | None] = field(default_factory=list)
-    """Release 0.1.0's key of each message, filled in when first asked for ("": none)."""
+    legacy: list[tuple[str, ...] | None] = field(default_factory=list)
+    """Earlier releases' keys of each message (`identity.previous_tool_call_keys`), filled in
+    when first asked for (empty: none)."""
+    system: str | None = None
+    """`identity.system_digest` of the conversation's system prompt, once asked for."""
     held: list[int] = field(default_factory=list)
     """Cumulative bytes of the reasoning the recipes of `assistant[: len(held)]` hold (restored
     records among it): counted when the history is remembered."""
@@ -107,29 +110,39 @@ class History:
 
     def anchor(self, index: int) -> identity.Anchor:
         """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
+        system = self.system_digest()
         position = bisect_left(self.users, index) - 1
         if position < 0:
-            return identity.anchor_at(index, None)
+            return identity.anchor_at(index, None, system=system)
         user = self.users[position]
-        return identity.anchor_at(index, user, self.shapes[user])
+        return identity.anchor_at(index, user, self.shapes[user], system)
 
-    def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, str]:
-        """The previous release's keys of the tool-call messages among `indices`."""
+    def system_digest(self) -> str:
+        """`identity.system_digest` of the leading system and developer messages."""
+        if self.system is None:
+            source = self.messages or self.copies
+            roles = (m.get("role") if isinstance(m, dict) else None for m in source)
+            count = identity.leading_system_count(roles)
+            self.system = self.digests[count - 1] if count else identity.EMPTY_DIGEST
+        return self.system
+
+    def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, tuple[str, ...]]:
+        """Earlier releases' keys of the tool-call messages among `indices`."""
         legacy = self.legacy
         if len(legacy) < len(self.shapes):
             legacy.extend([None] * (len(self.shapes) - len(legacy)))
-        out: dict[int, str] = {}
+        out: dict[int, tuple[str, ...]] = {}
         for index in indices:
-            key = legacy[index]
-            if key is None:
-                key = legacy[index] = (
-                    identity.legacy_tool_call_key(
-                        self.scope, self.messages[index], self.shapes[index]
+            keys = legacy[index]
+            if keys is None:
+                keys = legacy[index] = (
+                    identity.previous_tool_call_keys(
+                        self.scope, self.messages[index], self.shapes[index], self.anchor(index)
                     )
-                    or ""
+                    or ()
                 )
-            if key:
-                out[index] = key
+            if keys:
+                out[index] = keys
         return out
 
     @property

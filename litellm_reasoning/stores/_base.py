@@ -134,7 +134,7 @@ class ReasoningStore(ABC):
 
     persistent: bool = False
     """Outlives the process and may be shared with other processes, maybe of another release
-    (which then also needs records under the keys it knows: `identity.legacy_tool_call_key`)."""
+    (which then also needs records under the keys it knows: `identity.previous_tool_call_keys`)."""
 
     @abstractmethod
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:

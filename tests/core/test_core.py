@@ -251,15 +251,35 @@ class TestIdentity:
         k2 = identity.message_key("s", reply, identity.prefix_digests(two)[1])
         assert k1 != k2
 
-    def test_tool_call_key_survives_an_edited_system_prompt(self) -> None:
+    def test_tool_call_key_survives_edits_of_earlier_turns(self) -> None:
         reply = {
             "role": "assistant",
             "content": "",
             "tool_calls": [{"id": "call_x9", "function": {"name": "f"}}],
         }
-        one = [{"role": "system", "content": "now=1"}, {"role": "user", "content": "q"}, reply]
-        two = [{"role": "system", "content": "now=2"}, {"role": "user", "content": "q"}, reply]
-        assert identity.key_at("s", one, 2) == identity.key_at("s", two, 2)
+        system = {"role": "system", "content": "sys"}
+        earlier = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+        edited = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b, shorter"}]
+        one = [system, *earlier, {"role": "user", "content": "q"}, reply]
+        two = [system, *edited, {"role": "user", "content": "q"}, reply]
+        assert identity.key_at("s", one, 4) == identity.key_at("s", two, 4)
+
+    def test_tool_call_key_depends_on_the_system_prompt(self) -> None:
+        """Round three: one key, the same user message and Kimi's ids under two customers'
+        system prompts are two conversations."""
+        reply = {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "functions.f:0", "function": {"name": "f"}}],
+        }
+        one = [{"role": "system", "content": "customer A"}, {"role": "user", "content": "q"}, reply]
+        two = [{"role": "system", "content": "customer B"}, {"role": "user", "content": "q"}, reply]
+        none = [{"role": "user", "content": "q"}, reply]
+        assert len({identity.key_at("s", one, 2), identity.key_at("s", two, 2)}) == 2
+        assert identity.key_at("s", none, 1) not in {
+            identity.key_at("s", one, 2),
+            identity.key_at("s", two, 2),
+        }
 
     def test_extend_matches_prefix_digests(self) -> None:
         msgs = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]

@@ -41,6 +41,10 @@ DIGESTS_0_1_0 = [
     "125ef6346c8314f4a5738385edf5cf0a",
 ]
 TOOL_CALL_KEY_0_1_0 = "667fe1c5e894e749e5b42feb917ee68c6b6d1216"
+# Computed by release 0.3.0 (commit ad69d5b; 0.2.0's key too): `key_at(scope, MESSAGES, 2)`.
+TOOL_CALL_KEY_0_3_0 = "987a900f75001d629f8f022409252e5d07b80bf7"
+# This release's (the system prompt is key material): pinned so a later release keeps it.
+TOOL_CALL_KEY_0_4_0 = "9a70f1fad70f45d6bf7059f4f435ea66084ed62b"
 POSITION_KEY_0_1_0 = "f09da64f57f604a52465cc1cbf3d6cf875857302"
 POSITION_KEY_SCOPED_0_1_0 = "b7db64dfedee9b4b6cd1ed91fff3bcbce1490182"
 SCOPE_ID_0_1_0 = {
@@ -73,8 +77,16 @@ def test_position_keys_are_unchanged() -> None:
     assert scoped == POSITION_KEY_SCOPED_0_1_0
 
 
-def test_the_previous_releases_tool_call_key_is_still_computed() -> None:
+def test_the_earlier_releases_tool_call_keys_are_still_computed() -> None:
     assert identity.legacy_tool_call_key("ns=default", MESSAGES[2]) == TOOL_CALL_KEY_0_1_0
+    roles_and_shapes = [(m["role"], identity.canonical(m)) for m in MESSAGES[:2]]
+    anchor = identity.anchor_of(roles_and_shapes, 2)
+    previous = identity.previous_tool_call_keys("ns=default", MESSAGES[2], anchor=anchor)
+    assert previous == (TOOL_CALL_KEY_0_3_0, TOOL_CALL_KEY_0_1_0)
+
+
+def test_this_releases_tool_call_key_is_pinned() -> None:
+    assert identity.key_at("ns=default", MESSAGES, 2) == TOOL_CALL_KEY_0_4_0
 
 
 def test_scope_ids_are_unchanged() -> None:

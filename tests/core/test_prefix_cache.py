@@ -283,20 +283,40 @@ def test_a_continued_conversation_is_hashed_once() -> None:
     assert cache.walk("ns=other", copy.deepcopy(second)).reused == 0
 
 
-def test_a_refreshed_system_prompt_keeps_the_tool_call_keys() -> None:
-    """An edit at the start breaks every chained digest after it, but equal messages keep their
-    canonical bytes (and tool-call keys): only the digests are chained again."""
+def _walk_edited(
+    index: int, content: str
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], History]:
+    """A remembered loop, a copy with message `index`'s content edited, and the copy's walk."""
     cache = PrefixCache()
     first = _loop(5)
     cache.remember(cache.walk(SCOPE, first))
     second = copy.deepcopy(first)
-    second[0]["content"] = "s, refreshed"
-    history = cache.walk(SCOPE, second)
+    second[index]["content"] = content
+    return first, second, cache.walk(SCOPE, second)
+
+
+def test_a_changed_system_prompt_changes_the_tool_call_keys() -> None:
+    """An edit at the start breaks every chained digest after it; equal messages keep their
+    canonical bytes, but no key of the earlier system prompt is reused: the system prompt is
+    part of a tool-call key (two customers of one key are two conversations)."""
+    first, second, history = _walk_edited(0, "s, refreshed")
     assert history.reused == 0
+    assert history.shapes[1:] == [identity.canonical(m) for m in first[1:]]
     assert history.digests == identity.prefix_digests(second)
     for index in history.assistant:
         assert history.key(index) == identity.key_at(SCOPE, second, index)
-        if second[index].get("tool_calls"):
+        assert history.key(index) != identity.key_at(SCOPE, first, index)
+
+
+def test_an_edit_of_an_earlier_turn_keeps_the_later_tool_call_keys() -> None:
+    """An edited earlier answer re-chains the digests after it; a tool-call message of a later
+    turn keeps its key (its system prompt, user message and place are unchanged)."""
+    first, second, history = _walk_edited(4, "a0, edited")
+    assert history.reused == 4
+    assert history.digests == identity.prefix_digests(second)
+    for index in history.assistant:
+        assert history.key(index) == identity.key_at(SCOPE, second, index)
+        if index > 4 and second[index].get("tool_calls"):
             assert history.key(index) == identity.key_at(SCOPE, first, index)
 
 

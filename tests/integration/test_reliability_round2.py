@@ -335,6 +335,47 @@ async def test_deterministic_tool_call_ids_never_share_a_record(upstream: Upstre
     assert callback.stats["errors"] == 0
 
 
+@pytest.mark.parametrize("store", ["memory://", "sqlite"])
+async def test_same_ids_and_user_message_under_other_system_prompts_never_share_a_record(
+    upstream: Upstream, tmp_path: Path, store: str
+) -> None:
+    """Round three: one key, no `user`, two customers of an app sending the same user message
+    under their own system prompts, and Kimi's ids (`functions.<name>:<n>`): customer A's
+    reasoning never reaches customer B's request (the two replies interleave, so a shared key
+    would hand the later one's reasoning to both)."""
+    url = f"sqlite:///{tmp_path / 'r.db'}" if store == "sqlite" else store
+    callback = register(ReasoningCallback(store=url))
+    model = f"sysprompt-{uuid.uuid4().hex[:6]}"
+    common = _common(upstream, model)
+    call_id = "functions.lookup:0"
+
+    def history(customer: str) -> list[dict[str, Any]]:
+        return [
+            {"role": "system", "content": f"You are the assistant of customer {customer}."},
+            {"role": "user", "content": "What is my balance?"},
+        ]
+
+    try:
+        for customer in ("A", "B"):
+            upstream.script(model, _tool_reply(f"secret of {customer}", call_id, "lookup"))
+            await litellm.acompletion(messages=history(customer), **common)
+        await settled(callback)
+        sent = {}
+        for customer in ("A", "B"):
+            upstream.script(model, Reply(message={"content": "done"}))
+            follow = [
+                *history(customer),
+                {"role": "assistant", "content": "", "tool_calls": [_call(call_id, "lookup")]},
+                {"role": "tool", "tool_call_id": call_id, "content": "42"},
+            ]
+            await litellm.acompletion(messages=follow, **common)
+            sent[customer] = _assistant_reasoning(upstream.bodies(model)[-1])
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert sent == {"A": ["secret of A"], "B": ["secret of B"]}
+    assert callback.stats["errors"] == 0
+
+
 # ------------------------------------------------------------------ 5. scope parts
 
 

@@ -331,3 +331,57 @@ async def test_thinking_blocks_with_no_text_are_restored_in_place(
     assert claude.refusals == []
     assert wire[1]["content"] == REDACTED_DISPLAY
     assert callback.stats["restored"] == 1
+
+
+def _result(tool_id: str) -> dict[str, Any]:
+    return {"type": "tool_result", "tool_use_id": tool_id, "content": "x"}
+
+
+async def test_same_tool_ids_under_other_system_prompts_never_share_a_record(
+    callback: ReasoningCallback,
+) -> None:
+    """Round three, the Anthropic format: an Anthropic-compatible API that hands out the same
+    tool ids (`functions.<name>:<n>`), one key, the same user message under two customers'
+    system prompts. Each customer's next request gets its own thinking back, never the other's
+    (the replies interleave, so a shared key would hand the later one's to both)."""
+    model = f"claude-compatible-{uuid.uuid4().hex[:6]}"
+    tool_id = "functions.read_file:0"
+
+    def reply(customer: str) -> AnthropicReply:
+        return AnthropicReply(
+            [
+                {"type": "thinking", "thinking": f"secret of {customer}", "signature": customer},
+                {"type": "tool_use", "id": tool_id, "name": "read_file", "input": {"path": "a"}},
+            ]
+        )
+
+    with AnthropicUpstream() as claude:
+        claude.always(model, AnthropicReply([{"type": "text", "text": "done"}]))
+
+        async def send(customer: str, messages: list[Any]) -> Any:
+            system = f"You are the assistant of customer {customer}."
+            params = _params(model, claude.base_url)
+            return await litellm.anthropic.messages.acreate(
+                messages=messages, system=system, **params
+            )
+
+        question = {"role": "user", "content": "What is in a.py?"}
+        replies = {}
+        for customer in ("A", "B"):
+            claude.script(model, reply(customer))
+            replies[customer] = await send(customer, [question])
+        sent = {}
+        for customer in ("A", "B"):
+            kept = [b for b in replies[customer]["content"] if b["type"] != "thinking"]
+            await send(
+                customer,
+                [
+                    question,
+                    {"role": "assistant", "content": kept},
+                    {"role": "user", "content": [_result(tool_id)]},
+                ],
+            )
+            wire = claude.bodies(model)[-1]["messages"]
+            blocks = wire[1]["content"]
+            sent[customer] = [b.get("thinking") for b in blocks if b["type"] == "thinking"]
+    assert sent == {"A": ["secret of A"], "B": ["secret of B"]}

@@ -113,16 +113,75 @@ def _tool_uses(message: Mapping[str, Any]) -> list[list[str]]:
     ]
 
 
-def message_key(scope: str, before: str, message: Mapping[str, Any]) -> str:
-    """The store key of an assistant message; `before`: the digest of the conversation before it."""
+Place = tuple[bytes, int, str]
+"""Where an assistant message stands: the shape of the user message its turn step follows (the
+last one before it that is not only tool results; empty: none), how many places after it, and
+`system_digest` of the request's system prompt."""
+
+NO_PLACE: Place = (b"", 0, EMPTY)
+
+
+def system_digest(system: Any) -> str:
+    """The digest of a request's `system` (a string or text blocks, cache markers left out)."""
+    if not system:
+        return EMPTY
+    blocks = [{"type": "text", "text": system}] if isinstance(system, str) else _blocks(system)
+    plain = [_plain(b) for b in blocks]
+    if all(isinstance(b, dict) and b.get("type") == "text" for b in plain):
+        plain = ["".join(str(b.get("text", "")) for b in plain)]
+    digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-sys")
+    digest.update(json.dumps(plain, sort_keys=True, separators=(",", ":"), default=str).encode())
+    return digest.hexdigest()
+
+
+def _asks(message: Any) -> bool:
+    """A user message that holds more than tool results (what a step's place counts from)."""
+    if not isinstance(message, Mapping) or message.get("role") != "user":
+        return False
+    blocks = _blocks(message.get("content"))
+    return not blocks or any(
+        not (isinstance(b, dict) and b.get("type") == "tool_result") for b in blocks
+    )
+
+
+def place_of(messages: Sequence[Any], index: int, system: str) -> Place:
+    """The `Place` of position `index` (`len(messages)`: the reply's)."""
+    for position in range(index - 1, -1, -1):
+        if _asks(messages[position]):
+            return (shape(messages[position]), index - position, system)
+    return (b"", index + 1, system)
+
+
+def message_key(
+    scope: str, before: str, message: Mapping[str, Any], place: Place = NO_PLACE
+) -> str:
+    """The store key of an assistant message; `before`: the digest of the conversation before
+    it. A message with tool uses is keyed by them, by the system prompt and by its `place`:
+    two conversations of one tenant whose API hands out the same tool ids (an
+    Anthropic-compatible API's `functions.<name>:<n>`) never share a key."""
     uses = _tool_uses(message)
     digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-key")
     digest.update(scope.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
     if uses:
-        digest.update(b"tc\x00" + json.dumps(uses).encode())
-    else:
-        digest.update(b"tx\x00" + before.encode() + b"\x00" + shape(message))
+        user, offset, system = place
+        digest.update(b"tc2\x00" + json.dumps(uses).encode() + b"\x00" + system.encode())
+        digest.update(b"\x00" + str(offset).encode() + b"\x00" + user)
+        return "m2:" + digest.hexdigest()
+    digest.update(b"tx\x00" + before.encode() + b"\x00" + shape(message))
+    return "m1:" + digest.hexdigest()
+
+
+def previous_message_key(scope: str, message: Mapping[str, Any]) -> str | None:
+    """The key release 0.3.0 filed a message with tool uses under (its tool uses alone); None:
+    not such a message."""
+    uses = _tool_uses(message)
+    if not uses:
+        return None
+    digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-key")
+    digest.update(scope.encode("utf-8", "surrogatepass"))
+    digest.update(b"\x00")
+    digest.update(b"tc\x00" + json.dumps(uses).encode())
     return "m1:" + digest.hexdigest()
 
 
@@ -266,7 +325,12 @@ def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool
 
 
 def wanted(
-    scope: str, messages: Sequence[Any], policy: TurnPolicy, turn_start: int, digests: Sequence[str]
+    scope: str,
+    messages: Sequence[Any],
+    policy: TurnPolicy,
+    turn_start: int,
+    digests: Sequence[str],
+    system: str = EMPTY,
 ) -> tuple[dict[int, str], dict[int, str]]:
     """Message index -> store key of each assistant message that carries reasoning under
     `policy` and came (1) without its blocks, or (2) with them in an order that may not be the
@@ -274,7 +338,11 @@ def wanted(
     Code moves interleaved blocks, anthropics/claude-code#63508). One walk, one read."""
     missing: dict[int, str] = {}
     reorderable: dict[int, str] = {}
+    asked_at = -1  # the last user message before `i` that is not only tool results
+    asked_shape = b""
     for i, message in enumerate(messages):
+        if _asks(message):
+            asked_at, asked_shape = i, b""
         if not (isinstance(message, dict) and message.get("role") == "assistant"):
             continue
         content = _blocks(message.get("content"))
@@ -289,7 +357,10 @@ def wanted(
         else:
             into = missing
         if keeps(policy, i, turn_start, message):
-            into[i] = message_key(scope, digests[i], message)
+            if asked_at >= 0 and not asked_shape:
+                asked_shape = shape(messages[asked_at])
+            place = (asked_shape, i - asked_at, system) if asked_at >= 0 else (b"", i + 1, system)
+            into[i] = message_key(scope, digests[i], message, place)
     return missing, reorderable
 
 
