@@ -26,6 +26,8 @@ TESTS = (
     # BaseLLMHTTPHandler.completion (every provider's HTTP path), its signature and source
     "tests/test_litellm/test_acompletion_session_reuse_e2e.py",
     "tests/test_litellm/llms/custom_httpx/test_llm_http_handler.py",
+    # Logging.should_run_callback (the no-log gate)
+    "tests/test_litellm/litellm_core_utils/test_litellm_logging.py",
     # CustomStreamWrapper.__init__
     "tests/test_litellm/litellm_core_utils/test_streaming_handler.py",
     # the OpenRouter stream's chunk_parser

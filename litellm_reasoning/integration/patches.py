@@ -11,12 +11,19 @@ process-wide, so every callback instance shares them), each guarded so it never 
 * `build_bedrock_bodies`: Bedrock bodies (Converse, and Claude's on the invoke route) are
   serialised and SigV4-signed inside LiteLLM before any hook sees them, so Claude's blocks are
   put in their original order where LiteLLM builds them, and a sync call (no hook before that)
-  is rendered just before.
+  is rendered just before;
+* `run_on_no_log`: LiteLLM's `no-log` request flag skips every logging callback, and this one's
+  success and failure events are not logging: they capture the reply the next request needs and
+  heal a refusal (without them a `no-log` client's resend is refused again for the same block).
+  For a registered `ReasoningCallback` alone, `no-log` is not read; every other callback,
+  `litellm.global_disable_no_log_param` and the per-request disabling headers are as LiteLLM
+  has them.
 
 `LITELLM_REASONING_PATCH_LITELLM=false` turns them off (then redacted Claude blocks are not sent
 on Bedrock with LiteLLM 1.106, a client that stops reading a stream at its finish chunk is not
 captured, OpenRouter streams lose their signed details, Bedrock Claude's interleaved blocks go
-back regrouped (a 400) and a sync Bedrock call restores nothing)."""
+back regrouped (a 400), a sync Bedrock call restores nothing and a `no-log` request's reply is
+not captured nor its refusal healed)."""
 
 from __future__ import annotations
 
@@ -92,6 +99,7 @@ def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
         (watch_streams, "watching LiteLLM's streams"),
         (keep_messages_stream_bytes, "keeping Anthropic-format stream bytes"),
         (build_bedrock_bodies, "laying out Bedrock bodies"),
+        (run_on_no_log, "running on no-log requests"),
     ):
         try:
             patch()
@@ -151,6 +159,36 @@ def send_bedrock_redacted_thinking() -> None:
         translate._litellm_reasoning = True  # type: ignore[attr-defined]
         processor.translate_thinking_blocks_to_reasoning_content_blocks = staticmethod(translate)
         logger.debug("litellm-reasoning: LiteLLM's Bedrock converter now sends redacted_thinking")
+
+
+_NO_LOG_LOCK = threading.Lock()
+
+
+def run_on_no_log() -> None:
+    """Let LiteLLM call a registered `ReasoningCallback`'s events on a `no-log` request (once
+    per process): `Logging.should_run_callback` is asked without the flag for it alone."""
+    from litellm.litellm_core_utils.litellm_logging import Logging
+
+    with _NO_LOG_LOCK:
+        should_run = Logging.should_run_callback
+        if getattr(should_run, "_litellm_reasoning", False):
+            return
+
+        @functools.wraps(should_run)
+        def should_run_callback(
+            self: Any, callback: Any, litellm_params: Any, event_hook: str
+        ) -> bool:
+            if (
+                getattr(callback, MARK, False)
+                and isinstance(litellm_params, dict)
+                and litellm_params.get("no-log") is True
+                and registered()
+            ):
+                litellm_params = {k: v for k, v in litellm_params.items() if k != "no-log"}
+            return bool(should_run(self, callback, litellm_params, event_hook))
+
+        should_run_callback._litellm_reasoning = True  # type: ignore[attr-defined]
+        Logging.should_run_callback = should_run_callback
 
 
 _STREAM_WATCH_LOCK = threading.Lock()

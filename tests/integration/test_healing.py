@@ -170,6 +170,22 @@ async def _claude(
     )
 
 
+async def _loop_with_a_revoked_signature(
+    how: str, model: str, claude: AnthropicUpstream, stream: bool
+) -> list[Any]:
+    """A tool loop's next request from a client that dropped the thinking block, whose
+    signature Claude now refuses (a rotated key, another account)."""
+    _claude_loop(claude, model)
+    messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+    first = await _claude(how, model, claude, messages, stream=stream)
+    messages += [
+        dropping_client(first),
+        {"role": "tool", "tool_call_id": "toolu_1", "content": "one line"},
+    ]
+    claude.revoked.add(SIG)
+    return messages
+
+
 def _sent_with(bodies: list[Json], needle: str) -> int:
     return sum(needle in json.dumps(body) for body in bodies)
 
@@ -186,14 +202,7 @@ async def test_a_signature_claude_refuses_is_never_sent_again(
     that call: the tool loop has no block left) and passes; no later request carries it."""
     model = f"claude-sonnet-4-5-heal-{how}-{stream}-{retries}"
     with AnthropicUpstream(strict=True) as claude:
-        _claude_loop(claude, model)
-        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
-        first = await _claude(how, model, claude, messages, stream=stream)
-        messages += [
-            dropping_client(first),
-            {"role": "tool", "tool_call_id": "toolu_1", "content": "one line"},
-        ]
-        claude.revoked.add(SIG)
+        messages = await _loop_with_a_revoked_signature(how, model, claude, stream)
         # LiteLLM's own retry (`num_retries` of a call) re-renders after the failure event;
         # the Router does not retry a 400 (`litellm.should_retry`): the client resends.
         retried_by_litellm = bool(retries) and not how.startswith("router.")
@@ -212,6 +221,28 @@ async def test_a_signature_claude_refuses_is_never_sent_again(
         bodies = claude.bodies(model)
     assert _sent_with(bodies, SIG) == 1, "the refused signature reached Claude twice"
     assert claude.refusals == ["messages.1.content.0: Invalid `signature` in `thinking` block"]
+    assert callback.stats["refusals_healed"] == 1
+    assert callback.stats["refused_records"] == 1
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", CALLS)
+async def test_a_no_log_requests_refusal_is_healed_too(
+    callback: ReasoningCallback, how: str, stream: bool
+) -> None:
+    """Round three: a request with LiteLLM's `no-log` (LiteLLM then calls no logging callback,
+    its failure event included): Claude refuses the restored block; the client's resend goes
+    without it. It reached Claude twice before (nothing healed the first refusal)."""
+    model = f"claude-sonnet-4-5-nolog-{how}-{stream}"
+    no_log = {"no-log": True}
+    with AnthropicUpstream(strict=True) as claude:
+        messages = await _loop_with_a_revoked_signature(how, model, claude, stream)
+        with pytest.raises(litellm.BadRequestError, match="Invalid `signature`"):
+            await _claude(how, model, claude, messages, stream=stream, **no_log)
+        answer = await _claude(how, model, claude, messages, stream=stream, **no_log)
+        assert answer.content == "a.py holds one line."
+        bodies = claude.bodies(model)
+    assert _sent_with(bodies, SIG) == 1, "the refused signature reached Claude twice"
     assert callback.stats["refusals_healed"] == 1
     assert callback.stats["refused_records"] == 1
 

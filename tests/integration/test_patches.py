@@ -15,6 +15,7 @@ from litellm_reasoning import ReasoningCallback
 def _patched() -> list[tuple[str, Any]]:
     """(where, function) of every function the callback's patches replaced in this LiteLLM."""
     import litellm
+    from litellm.litellm_core_utils.litellm_logging import Logging
     from litellm.litellm_core_utils.prompt_templates import factory
     from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
     from litellm.llms.bedrock.chat.converse_handler import BedrockConverseLLM
@@ -29,6 +30,7 @@ def _patched() -> list[tuple[str, Any]]:
         (AmazonConverseConfig, "_async_transform_request"),
         (litellm.AmazonAnthropicClaudeConfig, "transform_request"),
         (CustomStreamWrapper, "__init__"),
+        (Logging, "should_run_callback"),
         (transformation.OpenRouterChatCompletionStreamingHandler, "chunk_parser"),
         (
             factory.BedrockConverseMessagesProcessor,
@@ -51,7 +53,7 @@ def test_every_patched_function_keeps_its_name_signature_and_source() -> None:
     ReasoningCallback()  # applies the patches (once per process)
     patched = _patched()
     # Bedrock's converter is only patched on LiteLLM lines that lack redacted blocks (1.106).
-    assert len(patched) >= 7, [where for where, _ in patched]
+    assert len(patched) >= 8, [where for where, _ in patched]
     for where, function in patched:
         original = function.__wrapped__
         assert not getattr(original, "_litellm_reasoning", False), where

@@ -77,12 +77,16 @@ def client(proxy: Proxy) -> Iterator[openai.OpenAI]:
         yield c
 
 
+@pytest.mark.parametrize("no_log", [False, True], ids=["logged", "no-log"])
 @pytest.mark.parametrize("stream", STREAMS)
 def test_a_refused_signature_is_never_sent_again_through_the_proxy(
-    claude: AnthropicUpstream, client: openai.OpenAI, stream: bool
+    claude: AnthropicUpstream, client: openai.OpenAI, stream: bool, no_log: bool
 ) -> None:
+    """`no-log` (round three): LiteLLM calls no logging callback for such a request; the
+    refusal is healed all the same (the proxy's own failure hook heals it here even without the
+    `no-log` patch; the SDK paths needed it: tests/integration/test_healing.py)."""
     model = f"claude-sonnet-4-5-proxy-{stream}"
-    signature = f"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-proxy-{stream}=="
+    signature = f"EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-proxy-{stream}-{no_log}=="
     claude.script(
         model,
         AnthropicReply(
@@ -98,8 +102,9 @@ def test_a_refused_signature_is_never_sent_again_through_the_proxy(
         ),
     )
     claude.always(model, AnthropicReply([{"type": "text", "text": "Sunny in Paris."}]))
-    extra = {"extra_body": {"thinking": THINKING}, "max_tokens": 2048, "tools": TOOLS}
-    history: list[dict[str, Any]] = [{"role": "user", "content": "Weather in Paris?"}]
+    body = {"thinking": THINKING, **({"no-log": True} if no_log else {})}
+    extra = {"extra_body": body, "max_tokens": 2048, "tools": TOOLS}
+    history: list[dict[str, Any]] = [{"role": "user", "content": f"Weather in Paris? {no_log}"}]
     got = chat(client, f"claude-{stream}", history, stream=stream, **extra)
     assert [c["id"] for c in got.tool_calls] == [f"toolu_{stream}"]
     history += [
