@@ -219,7 +219,12 @@ class ReasoningCallback(CustomLogger):
     # ------------------------------------------------------------------ request side
 
     async def async_pre_call_hook(
-        self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
+        self,
+        user_api_key_dict: Any,
+        cache: Any,
+        data: dict[str, Any],
+        call_type: Any,
+        **_: Any,
     ) -> dict[str, Any] | None:
         """Proxy, before routing. Chat, Responses and Anthropic-format calls are rendered after
         routing (the deployment hook, which also removes `turn`: it must still be there for
@@ -237,7 +242,7 @@ class ReasoningCallback(CustomLogger):
         return data
 
     async def async_pre_call_deployment_hook(
-        self, kwargs: dict[str, Any], call_type: Any
+        self, kwargs: dict[str, Any], call_type: Any, **_: Any
     ) -> dict[str, Any] | None:
         """Async SDK, Router and proxy, after routing, on every attempt: retries and fallbacks
         are rendered for the deployment they hit."""
@@ -272,7 +277,7 @@ class ReasoningCallback(CustomLogger):
         return kwargs
 
     async def async_pre_request_hook(
-        self, model: str, messages: list[Any], kwargs: dict[str, Any]
+        self, model: str, messages: list[Any], kwargs: dict[str, Any], **_: Any
     ) -> dict[str, Any] | None:
         """Changes nothing. Defined because LiteLLM 1.110+ keeps an async Anthropic-format call
         on its Python path when a callback defines it: its opt-in Rust core (`LITELLM_RUST`)
@@ -280,7 +285,7 @@ class ReasoningCallback(CustomLogger):
         (measured: a dropping client's tool loop then gets Claude's 400)."""
         return None
 
-    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any) -> None:
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any, **_: Any) -> None:
         """Sync calls (and positional-`messages` async calls), and every further attempt of a
         call LiteLLM retries itself: the provider body (`sync_body`)."""
         sync_body.rewrite(
@@ -305,7 +310,7 @@ class ReasoningCallback(CustomLogger):
     # ------------------------------------------------------------------ reply side
 
     async def async_post_call_success_deployment_hook(
-        self, request_data: dict[str, Any], response: Any, call_type: Any
+        self, request_data: dict[str, Any], response: Any, call_type: Any, **_: Any
     ) -> Any:
         """Non-streamed async replies, before the caller has them."""
         state = state_of(request_data)
@@ -324,7 +329,7 @@ class ReasoningCallback(CustomLogger):
         return None
 
     async def async_post_call_streaming_deployment_hook(
-        self, request_data: dict[str, Any], response_chunk: Any, call_type: Any
+        self, request_data: dict[str, Any], response_chunk: Any, call_type: Any, **_: Any
     ) -> Any:
         """Streams, as each chunk passes (before the caller has it). Chat streams: at the
         provider's finish chunk the reply is captured, so a client that stops reading there (a
@@ -363,7 +368,7 @@ class ReasoningCallback(CustomLogger):
         return None
 
     async def async_post_call_streaming_iterator_hook(
-        self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
+        self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any], **_: Any
     ) -> AsyncGenerator[Any, None]:
         """Proxy streams: the reply is captured from the chunks before the proxy sends `[DONE]`,
         so the client's next request finds it stored, on whichever worker it lands. (Defined on
@@ -406,7 +411,7 @@ class ReasoningCallback(CustomLogger):
         await adrive(engine.store, capture.capture(engine, state, assembled, chunks))
 
     async def async_log_success_event(
-        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
     ) -> None:
         """Streams and replies the deployment hook did not capture (after the caller has them:
         a next request of the conversation waits briefly for it)."""
@@ -420,20 +425,20 @@ class ReasoningCallback(CustomLogger):
         await adrive(self.engine.store, flow)
 
     def log_success_event(
-        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
     ) -> None:
         drive(
             self.engine.store, capture.capture(self.engine, state_in(kwargs), response_obj, kwargs)
         )
 
     async def async_log_failure_event(
-        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
     ) -> None:
         """A refusal of what the callback restored: never restored again (`refusals`)."""
         await adrive(self.engine.store, refusals.failed(self.engine, kwargs))
 
     def log_failure_event(
-        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
     ) -> None:
         drive(self.engine.store, refusals.failed(self.engine, kwargs))
 

@@ -5,6 +5,7 @@ that name, once imported, would shadow the instance, so the test imports every s
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import inspect
 import pkgutil
@@ -13,7 +14,9 @@ import sys
 import zipfile
 from pathlib import Path
 
+import litellm
 import pytest
+from conftest import register
 from paths import REPO
 
 import litellm_reasoning
@@ -84,6 +87,42 @@ def test_constructor_keywords() -> None:
 def test_every_hook_is_defined_on_the_class_itself() -> None:
     """The proxy skips an inherited `async_post_call_streaming_iterator_hook`."""
     assert [h for h in HOOKS if h not in vars(ReasoningCallback)] == []
+
+
+def test_every_hook_override_accepts_keywords_a_newer_litellm_adds() -> None:
+    """LiteLLM grows its hook signatures (`fallback_depth` on the failure deployment hook, PR
+    #36657): every hook this class overrides takes keywords it does not know, and a call with
+    one returns as without it."""
+    from litellm.integrations.custom_logger import CustomLogger
+    from litellm.types.utils import CallTypes
+
+    overridden = [
+        name
+        for name, value in vars(ReasoningCallback).items()
+        if callable(value) and hasattr(CustomLogger, name) and not name.startswith("__")
+    ]
+    assert set(HOOKS) <= set(overridden)
+    closed = [
+        name
+        for name in overridden
+        if not any(
+            p.kind is inspect.Parameter.VAR_KEYWORD
+            for p in inspect.signature(getattr(ReasoningCallback, name)).parameters.values()
+        )
+    ]
+    assert closed == []
+    callback = register(ReasoningCallback())
+    kwargs = {"model": "openai/m", "messages": [{"role": "user", "content": "q", "turn": True}]}
+    try:
+        out = asyncio.run(
+            callback.async_pre_call_deployment_hook(
+                kwargs, CallTypes.acompletion, fallback_depth=1, newer=2
+            )
+        )
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert out is not None and out["messages"] == [{"role": "user", "content": "q"}]
+    assert callback.stats["errors"] == 0
 
 
 def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
