@@ -13,6 +13,7 @@ from ..core import identity
 from ..core.extract import reasoning_from_message
 from ..core.reasoning import Reasoning
 from ..core.render import reply_needed_next
+from ..core.usage import prompt_cache_of
 from ..wire import get_dialect
 from ..wire.anthropic import body as block_order
 from ..wire.openai_responses import input_items as responses_input
@@ -48,6 +49,9 @@ def capture(
         # waiting for that record stop waiting before it exists.
         return
     try:
+        engine.report.prompt_cache(
+            state, prompt_cache_of(as_dict(getattr(response, "usage", None)))
+        )
         records = _records_of(engine, state, call, response, source)
         if records:
             yield Write(call.scope, records, _needed_next(state))

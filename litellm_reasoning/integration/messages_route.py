@@ -12,6 +12,7 @@ from ..core.decisions import summary_of
 from ..core.messages import continues_prefill
 from ..core.targets import Target
 from ..core.turns import without_turn
+from ..core.usage import anthropic_prompt_cache_of
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
 from . import kwargs as read
@@ -212,13 +213,15 @@ def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     yield from capture(engine, state, content)
 
 
-def capture(engine: Engine, state: CallState | None, content: Any) -> Flow[None]:
+def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = None) -> Flow[None]:
     """An Anthropic-format reply's content blocks, kept under the key its assistant message
-    will have when the client sends it back."""
+    will have when the client sends it back; `usage`: the reply's (its prompt cache)."""
     if state is None or not isinstance(content, list):
         return
     call = state.claim()
     try:
+        if call is not None:
+            engine.report.prompt_cache(state, anthropic_prompt_cache_of(usage))
         if call is None or not call.messages_format or call.continues_prefill:
             return
         record = anthropic_messages.record_of_reply(

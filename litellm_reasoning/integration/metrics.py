@@ -10,7 +10,9 @@ beside LiteLLM's own. Without `prometheus_client` every call here is a no-op.
 * `litellm_reasoning_tokens_total{dialect, policy, kind}`: estimated reasoning tokens `sent`
   and `saved`;
 * `litellm_reasoning_refusals_total{dialect, kind}`: provider refusals of reasoning the callback
-  sent, healed (`healing.Refusal`).
+  sent, healed (`healing.Refusal`);
+* `litellm_reasoning_prompt_tokens_total{dialect, kind}`: input tokens the replies report, by how
+  the provider's prompt cache served them (`cache_read`, `cache_write`, `uncached`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,12 @@ _DEFINITIONS = (
         "refusals",
         "litellm_reasoning_refusals",
         "Provider refusals of reasoning the callback sent, healed",
+        ("dialect", "kind"),
+    ),
+    (
+        "prompt",
+        "litellm_reasoning_prompt_tokens",
+        "Input tokens the replies report, by how the provider's prompt cache served them",
         ("dialect", "kind"),
     ),
 )
@@ -128,3 +136,12 @@ def record_refusal(dialect: str, kind: str) -> None:
     counters = _counters()
     if counters is not None:
         counters["refusals"].labels(dialect, kind).inc()
+
+
+def record_prompt_cache(dialect: str, tokens: Mapping[str, int]) -> None:
+    """Count one reply's input tokens by how the prompt cache served them."""
+    counters = _counters()
+    if counters is not None:
+        for kind, count in tokens.items():
+            if count:
+                counters["prompt"].labels(dialect, kind).inc(count)

@@ -323,7 +323,9 @@ class ReasoningCallback(CustomLogger):
             if call is not None and call.responses_input and responses_output(response):
                 flow = capture.capture(self.engine, state, response)
         elif kind in MESSAGES_CALL_TYPES and isinstance(response, dict):
-            flow = messages_route.capture(self.engine, state, response.get("content"))
+            flow = messages_route.capture(
+                self.engine, state, response.get("content"), response.get("usage")
+            )
         if flow is not None:
             await adrive(self.engine.store, flow)
         return None

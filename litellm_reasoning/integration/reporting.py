@@ -15,6 +15,7 @@ from ..core.decisions import with_summary
 from ..core.healing import Refusal
 from ..core.policy import TurnPolicy
 from ..core.render import Rendered
+from ..core.usage import PromptCache
 from . import metrics
 from .calls import CallState, RenderedFor
 from .kwargs import is_sync_details
@@ -92,6 +93,24 @@ class Reporter:
         if summary is not None and isinstance(params, dict):
             attach_summary(params, summary)
             state.reported = summary
+
+    def prompt_cache(self, state: CallState, cache: PromptCache | None) -> None:
+        """One reply's input tokens by how the provider's prompt cache served them: the stats,
+        Prometheus, and `prompt_cache` in the call's decisions summary (the same dict LiteLLM's
+        logging metadata holds: loggers that read it after the reply see it)."""
+        if cache is None:
+            return
+        self.stats["cache_read_tokens"] += cache.read
+        self.stats["cache_write_tokens"] += cache.write
+        self.stats["uncached_prompt_tokens"] += cache.uncached
+        target = state.rendered_for
+        tokens = cache.as_dict()
+        metrics.record_prompt_cache(target.dialect if target is not None else "unknown", tokens)
+        summary = state.reported if isinstance(state.reported, dict) else state.summary
+        if isinstance(summary, dict):
+            summary["prompt_cache"] = tokens
+        if logger.isEnabledFor(logging.DEBUG):
+            logger.debug("litellm-reasoning prompt cache: %s", json.dumps(tokens))
 
     def thinking_turned_off(self, dialect: str) -> None:
         self.stats["thinking_disabled"] += 1

@@ -34,14 +34,22 @@ class Reply:
     usage: dict[str, Any] | None = None
 
 
-def _chunk(model: str, cid: str, delta: dict[str, Any], finish: str | None = None) -> str:
-    payload = {
+def _chunk(
+    model: str,
+    cid: str,
+    delta: dict[str, Any],
+    finish: str | None = None,
+    usage: dict[str, Any] | None = None,
+) -> str:
+    payload: dict[str, Any] = {
         "id": cid,
         "object": "chat.completion.chunk",
         "created": int(time.time()),
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
+    if usage is not None:
+        payload["usage"] = usage
     return "data: " + json.dumps(payload) + "\n\n"
 
 
@@ -50,8 +58,11 @@ def _pieces(text: str, n: int = 3) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def sse_from_message(model: str, message: dict[str, Any], finish: str) -> str:
-    """The SSE stream an OpenAI-compatible server sends for `message`."""
+def sse_from_message(
+    model: str, message: dict[str, Any], finish: str, usage: dict[str, Any] | None = None
+) -> str:
+    """The SSE stream an OpenAI-compatible server sends for `message`; `usage` on its finish
+    chunk, as DeepSeek sends it."""
     cid = "chatcmpl-" + uuid.uuid4().hex[:12]
     out = [_chunk(model, cid, {"role": "assistant", "content": ""})]
     for name in ("reasoning_content", "reasoning"):
@@ -72,7 +83,7 @@ def sse_from_message(model: str, message: dict[str, Any], finish: str) -> str:
         rest = {"index": index, "function": {"arguments": function.get("arguments") or ""}}
         out.append(_chunk(model, cid, {"tool_calls": [start]}))
         out.append(_chunk(model, cid, {"tool_calls": [rest]}))
-    out.append(_chunk(model, cid, {}, finish))
+    out.append(_chunk(model, cid, {}, finish, usage))
     out.append("data: [DONE]\n\n")
     return "".join(out)
 
@@ -110,7 +121,8 @@ class Upstream(ScriptedServer[Reply]):
         finish = reply.finish_reason or ("tool_calls" if message.get("tool_calls") else "stop")
         model = str(body.get("model", ""))
         if body.get("stream"):
-            return 200, "text/event-stream", sse_from_message(model, message, finish).encode()
+            stream = sse_from_message(model, message, finish, reply.usage)
+            return 200, "text/event-stream", stream.encode()
         payload = {
             "id": "chatcmpl-" + uuid.uuid4().hex[:12],
             "object": "chat.completion",

@@ -323,3 +323,55 @@ def test_proxy_logs_and_metrics_show_the_decisions(
         'litellm_reasoning_messages_total{decision="stripped",dialect="openai_chat",'
         'policy="current_turn"} 2.0'
     ) in exposition
+
+
+# ------------------------------------------------------------------ the provider's prompt cache
+
+# Recorded usage (shared/realdata/vercel-ai/deepseek/deepseek-tool-call.chunks.txt).
+DEEPSEEK_USAGE = {
+    "prompt_tokens": 339,
+    "completion_tokens": 83,
+    "total_tokens": 422,
+    "prompt_tokens_details": {"cached_tokens": 320},
+    "completion_tokens_details": {"reasoning_tokens": 39},
+    "prompt_cache_hit_tokens": 320,
+    "prompt_cache_miss_tokens": 19,
+}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", ["acompletion", "completion", "router.acompletion"])
+async def test_the_replys_prompt_cache_is_counted_and_summarised(
+    how: str, stream: bool, upstream: Upstream, collector: Collector
+) -> None:
+    """The cached input tokens the provider reports: in the stats, in Prometheus and in the
+    request's decisions summary (what a policy costs the prompt cache is visible per request)."""
+    prometheus = pytest.importorskip("prometheus_client")
+    callback = next(cb for cb in litellm.callbacks if isinstance(cb, ReasoningCallback))
+
+    def value(kind: str) -> float:
+        labels = {"dialect": "openai_chat", "kind": kind}
+        return (
+            prometheus.REGISTRY.get_sample_value("litellm_reasoning_prompt_tokens_total", labels)
+            or 0.0
+        )
+
+    before = {kind: value(kind) for kind in ("cache_read", "uncached")}
+    model = f"dec-{uuid.uuid4().hex[:6]}"
+    upstream.script(model, Reply(message={"content": "ok"}, usage=DEEPSEEK_USAGE))
+    await _call(how, upstream, model, stream)
+    for _ in range(100):  # success events run after the call returns
+        if collector.of(model) and callback.stats["cache_read_tokens"]:
+            break
+        await asyncio.sleep(0.05)
+    assert callback.stats["cache_read_tokens"] == 320
+    assert callback.stats["uncached_prompt_tokens"] == 19
+    assert callback.stats["cache_write_tokens"] == 0
+    assert value("cache_read") == before["cache_read"] + 320
+    assert value("uncached") == before["uncached"] + 19
+    if how.endswith("acompletion") and not stream:
+        # Known before LiteLLM builds its logging payload only where the reply is read in the
+        # deployment hook (async, not streamed): there the loggers see it too.
+        (metadata,) = collector.of(model)
+        summary = metadata["spend_logs_metadata"][METADATA_KEY]
+        assert summary["prompt_cache"] == {"cache_read": 320, "cache_write": 0, "uncached": 19}

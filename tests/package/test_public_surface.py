@@ -53,6 +53,9 @@ STATS = {
     "refused_records",
     "foreign_origin",
     "required_lookups",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "uncached_prompt_tokens",
 }
 ROOT = REPO
 HOOKS = [

@@ -385,3 +385,26 @@ async def test_same_tool_ids_under_other_system_prompts_never_share_a_record(
             blocks = wire[1]["content"]
             sent[customer] = [b.get("thinking") for b in blocks if b["type"] == "thinking"]
     assert sent == {"A": ["secret of A"], "B": ["secret of B"]}
+
+
+async def test_the_replys_prompt_cache_is_counted(callback: ReasoningCallback) -> None:
+    """`/v1/messages`: Claude's `usage` (input tokens not counting the cache, cache reads and
+    writes apart) in the stats."""
+    model = f"claude-sonnet-4-5-cache-{uuid.uuid4().hex[:6]}"
+    usage = {
+        "input_tokens": 12,
+        "cache_read_input_tokens": 4000,
+        "cache_creation_input_tokens": 80,
+        "output_tokens": 5,
+    }
+    with AnthropicUpstream() as claude:
+        claude.script(model, AnthropicReply(REPLY, extra={"usage": usage}))
+        await litellm.anthropic.messages.acreate(
+            messages=[{"role": "user", "content": "What is in a.py?"}],
+            **_params(model, claude.base_url),
+        )
+    assert (
+        callback.stats["cache_read_tokens"],
+        callback.stats["cache_write_tokens"],
+        callback.stats["uncached_prompt_tokens"],
+    ) == (4000, 80, 12)
