@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import itertools
 import json
 import uuid
@@ -16,10 +17,12 @@ import litellm
 from common import Section, deepseek_recording, median, verdict
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.refusals import deepseek_reasoning_required
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 BUDGET = 200
-ARMS: dict[str, dict[str, Any]] = {
+NO_CALLBACK = "no callback"
+ARMS: dict[str, dict[str, Any] | None] = {
     "all_turns": {"policies": {"*": "all_turns"}},
     "current_turn": {"policies": {"*": "current_turn"}},
     "none": {"policies": {"*": "none"}},
@@ -27,10 +30,47 @@ ARMS: dict[str, dict[str, Any]] = {
         "policies": {"*": "all_turns"},
         "max_reasoning_tokens": BUDGET,
     },
+    NO_CALLBACK: None,
 }
 """Each arm's `ReasoningCallback` settings; the budget arm caps the reasoning one request
-carries (`max_reasoning_tokens`, characters/4 estimate), oldest earlier turns first."""
+carries (`max_reasoning_tokens`, characters/4 estimate), oldest earlier turns first; the last
+arm registers no callback (the same dropping client, what LiteLLM alone sends)."""
 POLICIES = tuple(ARMS)
+CACHE_BLOCK = 64
+"""The prompt cache's unit in tokens (DeepSeek's context cache stores 64-token units)."""
+
+
+class CachingUpstream(Upstream):
+    """The local server, reporting a prompt cache in its replies' usage, in DeepSeek's recorded
+    shape (`prompt_cache_hit_tokens`, `prompt_tokens_details.cached_tokens`): the request's
+    leading whole 64-token units that repeat the previous request of its model byte for byte
+    are served from the cache."""
+
+    def __init__(self, count: Callable[[str], int]) -> None:
+        super().__init__()
+        self.count = count
+        self._previous: dict[str, str] = {}
+
+    def answer(self, body: dict[str, Any], reply: Reply | None) -> tuple[int, str, bytes]:
+        if reply is not None:
+            text = json.dumps(body.get("messages"), ensure_ascii=False, separators=(",", ":"))
+            model = str(body.get("model"))
+            common = _common_prefix(self._previous.get(model, ""), text)
+            self._previous[model] = text
+            prompt = self.count(text)
+            hit = min(prompt, self.count(text[:common]) // CACHE_BLOCK * CACHE_BLOCK)
+            reply = dataclasses.replace(
+                reply,
+                usage={
+                    "prompt_tokens": prompt,
+                    "completion_tokens": 10,
+                    "total_tokens": prompt + 10,
+                    "prompt_tokens_details": {"cached_tokens": hit},
+                    "prompt_cache_hit_tokens": hit,
+                    "prompt_cache_miss_tokens": prompt - hit,
+                },
+            )
+        return super().answer(body, reply)
 
 
 def _tokenizer() -> tuple[Callable[[str], int], str]:
@@ -86,14 +126,18 @@ def _dropped(message: Any) -> dict[str, Any]:
 async def _run_policy(
     up: Upstream, policy: str, turns: int
 ) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    model = f"tok-{policy.split(',')[0]}-{uuid.uuid4().hex[:6]}"
+    """The session's request bodies, and the callback's stats with the prompt-cache tokens the
+    client read from each reply's usage (`client_cache_read`, `client_prompt`)."""
+    model = f"tok-{policy.split(',')[0].replace(' ', '-')}-{uuid.uuid4().hex[:6]}"
     per_turn, tool_messages, tools = _session(turns)
     results = {m["tool_call_id"]: m for m in tool_messages}
     for turn_replies in per_turn:
         up.script(model, *(Reply(message=r) for r in turn_replies))
-    cb = ReasoningCallback(**ARMS[policy])
+    settings = ARMS[policy]
+    cb = ReasoningCallback(**settings) if settings is not None else None
     litellm.logging_callback_manager._reset_all_callbacks()
-    litellm.callbacks = [cb]
+    litellm.callbacks = [cb] if cb is not None else []
+    seen = {"client_cache_read": 0, "client_prompt": 0}
     system = [m for m in deepseek_recording()["requests"][0]["messages"] if m["role"] == "system"]
     messages: list[dict[str, Any]] = list(system)
     try:
@@ -108,13 +152,18 @@ async def _run_policy(
                     tools=tools,
                 )
                 reply = response.choices[0].message
+                usage = response.usage.model_dump()
+                seen["client_prompt"] += usage["prompt_tokens"]
+                seen["client_cache_read"] += (usage.get("prompt_tokens_details") or {}).get(
+                    "cached_tokens"
+                ) or 0
                 messages.append(_dropped(reply))
                 for call in messages[-1].get("tool_calls") or []:
                     messages.append(dict(results[call["id"]]))
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
         litellm.callbacks = []
-    return up.bodies(model), dict(cb.stats)
+    return up.bodies(model), {**(dict(cb.stats) if cb is not None else {}), **seen}
 
 
 def _common_prefix(a: str, b: str) -> int:
@@ -134,12 +183,13 @@ def run(turns: int) -> Section:
     count, how = _tokenizer()
     bodies: dict[str, list[dict[str, Any]]] = {}
     stats: dict[str, dict[str, int]] = {}
-    with Upstream() as up:
+    with CachingUpstream(count) as up:
         for policy in POLICIES:
             bodies[policy], stats[policy] = asyncio.run(_run_policy(up, policy, turns))
     rows = []
     totals: dict[str, int] = {}
     shares: dict[str, float] = {}
+    hits: dict[str, float] = {}
     for policy in POLICIES:
         texts = [
             json.dumps(b["messages"], ensure_ascii=False, separators=(",", ":"))
@@ -159,6 +209,9 @@ def run(turns: int) -> Section:
         )
         totals[policy] = sum(tokens)
         shares[policy] = sum(prefix) / len(prefix) if prefix else float("nan")
+        seen = stats[policy]
+        hits[policy] = seen["client_cache_read"] / max(1, seen["client_prompt"])
+        refused = sum(deepseek_reasoning_required(b) is not None for b in bodies[policy])
         rows.append(
             [
                 policy,
@@ -176,6 +229,9 @@ def run(turns: int) -> Section:
                     stats["all_turns"].get("reasoning_tokens_sent", 0)
                     - stats[policy].get("reasoning_tokens_sent", 0)
                 ),
+                f"{hits[policy]:.1%}",
+                str(seen.get("cache_read_tokens", "n/a")),
+                f"{refused} / {len(texts)}",
             ]
         )
         print(
@@ -195,11 +251,16 @@ def run(turns: int) -> Section:
             "requests extending the previous one intact",
             "reasoning tokens sent (callback's estimate, session)",
             "reasoning tokens saved vs all_turns",
+            "prompt-cache hit ratio (replies' usage, as the client read it)",
+            "cache-read tokens the callback counted",
+            "requests a strict DeepSeek V4 refuses",
         ],
         rows,
     )
     base = totals["all_turns"]
     for policy in POLICIES[1:]:
+        if policy == NO_CALLBACK:
+            continue  # fewer tokens, but every tool loop refused (last column)
         section.summary.append(
             (
                 f"session input tokens, {policy} / all_turns",
@@ -228,7 +289,27 @@ def run(turns: int) -> Section:
         "(`spend_logs_metadata.litellm_reasoning.reasoning_tokens.sent`, characters / 4), as "
         "`cb.stats['reasoning_tokens_sent']` counts it."
     )
+    section.summary.append(
+        (
+            f"prompt-cache hit ratio ({' / '.join(POLICIES)})",
+            " / ".join(f"{hits[p]:.1%}" for p in POLICIES),
+            "—",
+            "info",
+        )
+    )
     section.note(f"tokens: {how}.")
+    section.note(
+        f"prompt cache: the local server serves the leading whole {CACHE_BLOCK}-token units of a "
+        "request that repeat its model's previous request byte for byte from a simulated cache "
+        "and reports them in each reply's usage in DeepSeek's recorded shape "
+        "(`prompt_cache_hit_tokens`, `prompt_tokens_details.cached_tokens`; "
+        "shared/realdata/vercel-ai/deepseek/deepseek-tool-call.chunks.txt). The hit ratio is "
+        "what the client read from LiteLLM's replies; the callback's `cache_read_tokens` counts "
+        "the same replies. `no callback`: the same dropping client with no callback registered "
+        "(what LiteLLM alone sends); its prefix is as stable as `all_turns`' but every tool loop "
+        "goes without reasoning, which DeepSeek V4 in thinking mode refuses (last column, "
+        "`testing.refusals.deepseek_reasoning_required` run on each body the server received)."
+    )
     section.note(
         "prefix share: the longest common prefix of this request's `messages` JSON and the "
         "previous request's, over this request's length (bodies as the server parsed them, "
