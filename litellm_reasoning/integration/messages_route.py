@@ -188,29 +188,33 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
         sse.append(text)
         if "message_stop" not in "".join(sse[-2:]):
             return
-        content = anthropic_messages.content_of_stream("".join(sse))
+        text = "".join(sse)
+        content = anthropic_messages.content_of_stream(text)
+        usage = anthropic_messages.usage_of_stream(text) if content is not None else None
     except Exception as exc:
         engine.report.fail("reading a /v1/messages stream", exc)
         return
     if content is not None:
-        yield from capture(engine, state, content)
+        yield from capture(engine, state, content, usage)
 
 
 def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     """An SDK stream's reply, from the SSE bytes LiteLLM collected (`patches`): LiteLLM's
     success event carries it chat-shaped, which would be filed under the wrong key."""
     raw, state.raw_sse = state.raw_sse, None
-    content = None
+    content = usage = None
     if raw is not None and not state.captured:
         try:
-            content = anthropic_messages.content_of_stream(b"".join(raw).decode("utf-8", "replace"))
+            text = b"".join(raw).decode("utf-8", "replace")
+            content = anthropic_messages.content_of_stream(text)
+            usage = anthropic_messages.usage_of_stream(text)
         except Exception as exc:
             engine.report.fail("reading a /v1/messages stream", exc)
     if content is None:  # nothing whole to keep (a cut stream), or captured already
         state.claim()
         engine.pending.close(state.id)
         return
-    yield from capture(engine, state, content)
+    yield from capture(engine, state, content, usage)
 
 
 def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = None) -> Flow[None]:

@@ -58,3 +58,16 @@ def test_anthropic_messages_usage() -> None:
 def test_no_input_count_is_no_prompt_cache(usage: object) -> None:
     assert prompt_cache_of(usage) is None
     assert anthropic_prompt_cache_of(usage) is None
+
+
+def test_a_streamed_anthropic_replys_usage_is_read_from_its_events() -> None:
+    from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, sse_from_reply
+    from litellm_reasoning.wire.anthropic.messages import usage_of_stream
+
+    usage = {"input_tokens": 12, "cache_read_input_tokens": 4000, "output_tokens": 1}
+    reply = AnthropicReply([{"type": "text", "text": "hi"}], extra={"usage": usage})
+    for api_style in (False, True):
+        found = usage_of_stream(sse_from_reply("claude", reply, api_style=api_style))
+        assert found is not None and found["output_tokens"] == 10  # message_delta's, later
+        assert anthropic_prompt_cache_of(found) == PromptCache(read=4000, write=0, uncached=12)
+    assert usage_of_stream('data: {"type": "ping"}\n\n') is None

@@ -387,9 +387,14 @@ async def test_same_tool_ids_under_other_system_prompts_never_share_a_record(
     assert sent == {"A": ["secret of A"], "B": ["secret of B"]}
 
 
-async def test_the_replys_prompt_cache_is_counted(callback: ReasoningCallback) -> None:
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+async def test_the_replys_prompt_cache_is_counted(
+    callback: ReasoningCallback, stream: bool
+) -> None:
     """`/v1/messages`: Claude's `usage` (input tokens not counting the cache, cache reads and
-    writes apart) in the stats."""
+    writes apart; a stream's from `message_start` and `message_delta`) in the stats."""
+    if stream:
+        pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy")
     model = f"claude-sonnet-4-5-cache-{uuid.uuid4().hex[:6]}"
     usage = {
         "input_tokens": 12,
@@ -399,10 +404,17 @@ async def test_the_replys_prompt_cache_is_counted(callback: ReasoningCallback) -
     }
     with AnthropicUpstream() as claude:
         claude.script(model, AnthropicReply(REPLY, extra={"usage": usage}))
-        await litellm.anthropic.messages.acreate(
+        reply = await litellm.anthropic.messages.acreate(
             messages=[{"role": "user", "content": "What is in a.py?"}],
+            stream=stream,
             **_params(model, claude.base_url),
         )
+        if stream:
+            [c async for c in reply]
+        for _ in range(200):  # a stream is captured as its last event passes: poll
+            if callback.stats["captured"]:
+                break
+            await asyncio.sleep(0.05)
     assert (
         callback.stats["cache_read_tokens"],
         callback.stats["cache_write_tokens"],

@@ -290,6 +290,32 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     return [blocks[i] for i in sorted(blocks)]
 
 
+def usage_of_stream(sse: str) -> dict[str, Any] | None:
+    """The `usage` of a streamed Anthropic-format reply: `message_start`'s, updated by
+    `message_delta`'s (None: neither carried one)."""
+    usage: dict[str, Any] | None = None
+    for line in sse.splitlines():
+        if not line.startswith("data:") or (
+            "message_start" not in line and "message_delta" not in line
+        ):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if not isinstance(event, dict):
+            continue
+        if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
+            found = event["message"].get("usage")
+        elif event.get("type") == "message_delta":
+            found = event.get("usage")
+        else:
+            continue
+        if isinstance(found, dict):
+            usage = {**(usage or {}), **found}
+    return usage
+
+
 _DELTA_FIELDS = {
     "thinking_delta": "thinking",
     "signature_delta": "signature",
