@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -245,6 +245,19 @@ def with_blocks(
     return {**message, "content": ordered if ordered is not None else [*blocks, *content]}
 
 
+def _events(sse: str, only: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """The JSON events of an SSE text's `data:` lines (`only`: lines naming one of these)."""
+    for line in sse.splitlines():
+        if not line.startswith("data:") or (only and not any(name in line for name in only)):
+            continue
+        try:
+            event = json.loads(line[5:])
+        except ValueError:
+            continue
+        if isinstance(event, dict):
+            yield event
+
+
 def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     """The content blocks of a streamed Anthropic-format reply (its SSE text), once its
     `message_stop` arrived; None before (a cut stream is not a reply to keep). A thinking block
@@ -254,15 +267,7 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     """(block index, field) -> the field's pieces in order, joined once at the end (adding
     each delta to a growing string is quadratic in a long block's deltas)."""
     stopped = False
-    for line in sse.splitlines():
-        if not line.startswith("data:"):
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in _events(sse):
         kind, index = event.get("type"), event.get("index")
         if kind == "message_stop":
             stopped = True
@@ -294,17 +299,7 @@ def usage_of_stream(sse: str) -> dict[str, Any] | None:
     """The `usage` of a streamed Anthropic-format reply: `message_start`'s, updated by
     `message_delta`'s (None: neither carried one)."""
     usage: dict[str, Any] | None = None
-    for line in sse.splitlines():
-        if not line.startswith("data:") or (
-            "message_start" not in line and "message_delta" not in line
-        ):
-            continue
-        try:
-            event = json.loads(line[5:])
-        except ValueError:
-            continue
-        if not isinstance(event, dict):
-            continue
+    for event in _events(sse, ("message_start", "message_delta")):
         if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
             found = event["message"].get("usage")
         elif event.get("type") == "message_delta":
