@@ -33,14 +33,17 @@ class TurnPolicy(str, enum.Enum):
     """No reasoning is ever sent."""
 
     def keeps(self, index: int, message: dict[str, Any], turn_start: int) -> bool:
-        """Whether the assistant `message` at `index` carries its reasoning."""
+        """Whether the assistant chat `message` at `index` carries its reasoning."""
+        return self.keeps_at(index, turn_start, calls_tools=bool(message.get("tool_calls")))
+
+    def keeps_at(self, index: int, turn_start: int, *, calls_tools: bool) -> bool:
+        """Whether an assistant message at `index` carries its reasoning (`calls_tools`: it
+        holds tool calls), whatever its format."""
         if self is TurnPolicy.NONE:
             return False
         if self is TurnPolicy.ALL_TURNS or index > turn_start:
             return True
-        if self is TurnPolicy.TOOL_CALLS_ALL_TURNS:
-            return bool(message.get("tool_calls"))
-        return False
+        return self is TurnPolicy.TOOL_CALLS_ALL_TURNS and calls_tools
 
     @property
     def earlier_turns_required(self) -> bool:

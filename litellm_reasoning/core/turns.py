@@ -4,7 +4,9 @@ The current turn starts at the last user message that starts a turn. A user mess
 `turn` is the boolean `false` is a delivery at a step boundary (a background job's note, a team
 message, words added to a running turn) and starts none. Anything else — absent, `true`, or a
 value of the wrong type — starts one: a wrong-typed flag errs toward a new turn, which can only
-send less reasoning, never another turn's.
+send less reasoning, never another turn's. One rule for every conversation format: a user
+message holding `tool_result` blocks (the Anthropic format's tool results, which chat sends as
+`tool` messages) answers the tool loop and starts none either.
 """
 
 from __future__ import annotations
@@ -17,13 +19,20 @@ TURN_KEY = "turn"
 
 
 def starts_turn(message: Any) -> bool:
-    """Whether `message` (a chat message, or a Responses input item) opens a new turn: a user
-    message (for items: of type `message`, or of no type) not flagged `turn: false`."""
+    """Whether `message` (a chat message, a Responses input item or an Anthropic-format message)
+    opens a new turn: a user message (for items: of type `message`, or of no type) not flagged
+    `turn: false` and holding no `tool_result` block."""
     if not isinstance(message, dict) or message.get("role") != "user":
         return False
     if message.get("type", "message") != "message":
         return False
-    return message.get(TURN_KEY, True) is not False
+    if message.get(TURN_KEY, True) is False:
+        return False
+    content = message.get("content")
+    return not (
+        type(content) is list
+        and any(isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    )
 
 
 def current_turn_start(messages: Sequence[Any]) -> int:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.decisions import summary_of
 from ..core.messages import continues_prefill
 from ..core.targets import Target
-from ..core.turns import without_turn
+from ..core.turns import current_turn_start, without_turn
 from ..core.usage import anthropic_prompt_cache_of
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
@@ -48,7 +48,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         scope = engine.scope(kwargs)
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)
-        start = anthropic_messages.turn_start(messages)
+        start = current_turn_start(messages)
         system = anthropic_messages.system_digest(kwargs.get("system"))
         wanted, reorderable = anthropic_messages.wanted(
             scope, cleaned, target.policy, start, digests, system

@@ -45,6 +45,22 @@ class TestTurnRule:
         assert not starts_turn({"role": "assistant", "content": "x"})
         assert not starts_turn("not a message")
 
+    def test_anthropic_format_tool_results_start_no_turn(self) -> None:
+        """The one rule for every format: a user message holding `tool_result` blocks answers
+        the tool loop (Claude Code appends a system reminder beside them: still no turn)."""
+        result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x"}
+        reminder = {"type": "text", "text": "<system-reminder>...</system-reminder>"}
+        assert not starts_turn({"role": "user", "content": [result]})
+        assert not starts_turn({"role": "user", "content": [result, reminder]})
+        assert starts_turn({"role": "user", "content": [reminder]})
+        assert not starts_turn({"role": "user", "content": [reminder], "turn": False})
+        msgs = [
+            {"role": "user", "content": "task"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1"}]},
+            {"role": "user", "content": [result, reminder]},
+        ]
+        assert current_turn_start(msgs) == 0
+
     def test_current_turn_start(self) -> None:
         msgs = [
             {"role": "user"},

@@ -26,7 +26,7 @@ from typing import Any
 from ...core.extract import BLOCK_TYPES, _parts_from_blocks
 from ...core.policy import TurnPolicy, leading_run_violations, over_budget
 from ...core.reasoning import Reasoning
-from ...core.turns import TURN_KEY
+from ...core.turns import starts_turn
 from .dialect import apply_layout, block_identity, layout_of_blocks, same_blocks, thinking_blocks
 
 EMPTY = hashlib.blake2b(b"", digest_size=16, person=b"lr-msgs").hexdigest()
@@ -44,15 +44,6 @@ def reasoning_blocks(message: Any) -> list[dict[str, Any]]:
     return [b for b in _blocks(content) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES]
 
 
-def starts_turn(message: Any) -> bool:
-    if not isinstance(message, Mapping) or message.get("role") != "user":
-        return False
-    if message.get(TURN_KEY) is False:
-        return False
-    content = message.get("content")
-    return not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in _blocks(content))
-
-
 def chat_user_turns(messages: Sequence[Any]) -> list[bool]:
     """For each user message LiteLLM's Anthropic-to-chat adapter makes of `messages` (one per
     Anthropic user message holding anything but `tool_result` blocks), whether it starts a
@@ -65,14 +56,6 @@ def chat_user_turns(messages: Sequence[Any]) -> list[bool]:
         if any(not (isinstance(b, dict) and b.get("type") == "tool_result") for b in blocks):
             out.append(starts_turn(message))
     return out
-
-
-def turn_start(messages: Sequence[Any]) -> int:
-    """Index of the user message the current turn starts at (-1: none does)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if starts_turn(messages[index]):
-            return index
-    return -1
 
 
 def _plain(block: Any) -> Any:
@@ -331,18 +314,11 @@ def _delta_piece(delta: Any) -> tuple[str, str] | None:
 
 
 def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:
-    """Whether an Anthropic-format assistant message carries its reasoning under `policy`:
-    the current turn always (Claude's tool loop needs it), earlier turns as the policy says."""
-    if index > turn_start:
-        return True
-    if policy is TurnPolicy.ALL_TURNS:
-        return True
-    if policy is TurnPolicy.TOOL_CALLS_ALL_TURNS:
-        content = message.get("content")
-        return isinstance(content, list) and any(
-            isinstance(b, dict) and b.get("type") == "tool_use" for b in content
-        )
-    return False
+    """Whether an Anthropic-format assistant message carries its reasoning: as `policy` says
+    (`TurnPolicy.keeps_at`), and the current turn always (Claude's validity rule: its tool loop
+    needs it, even under `none`)."""
+    uses = bool(_tool_uses(message))
+    return index > turn_start or policy.keeps_at(index, turn_start, calls_tools=uses)
 
 
 def wanted(
