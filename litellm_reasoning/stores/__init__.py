@@ -5,8 +5,8 @@
   processes of one machine (the proxy default), `?ttl=&max_records=&max_bytes=&timeout=`
   `&required_timeout=`;
 * `redis://[:password@]host:port/db` (`rediss://` for TLS): shared by every replica,
-  `?ttl=&max_records=` (per tenant) `&timeout=&required_timeout=&prefix=`; other query options
-  go to redis-py;
+  `?ttl=&max_records=` (per tenant) `&timeout=&required_timeout=&prefix=&read_bytes=` (what one
+  read round trip brings, default 1 MiB); other query options go to redis-py;
 * `redis+cluster://[:password@]host:port,host:port/` (`rediss+cluster://`): Redis Cluster,
   Valkey, ElastiCache / MemoryStore in cluster mode, from any startup nodes;
 * `redis+sentinel://[:password@]host:port,host:port/service[/db]`: the primary Sentinel names;
@@ -59,7 +59,9 @@ _WRAPPER = {"local_records", "retry"}
 _OPTIONS = {
     "memory": _COMMON | {"max_records", "max_bytes"},
     "sqlite": _COMMON | _WRAPPER | {"max_records", "max_bytes", "timeout", "required_timeout"},
-    "redis": _COMMON | _WRAPPER | {"max_records", "timeout", "required_timeout", "prefix"},
+    "redis": _COMMON
+    | _WRAPPER
+    | {"max_records", "timeout", "required_timeout", "prefix", "read_bytes"},
 }
 
 
@@ -213,7 +215,7 @@ def open_backend(url: str) -> ReasoningStore:
             required_timeout=_number(options, "required_timeout", 2.0),
             **common,
         )
-    from .redis import DEFAULT_PREFIX, RedisStore
+    from .redis import DEFAULT_PREFIX, DEFAULT_READ_BYTES, RedisStore
 
     return RedisStore(
         urlunparse(parsed._replace(query=urlencode(others))),
@@ -221,6 +223,7 @@ def open_backend(url: str) -> ReasoningStore:
         max_records=int(_number(options, "max_records", 10_000)),
         timeout=_number(options, "timeout", 0.2),
         required_timeout=_number(options, "required_timeout", 2.0),
+        read_bytes=int(_number(options, "read_bytes", DEFAULT_READ_BYTES)),
         **common,
     )
 
@@ -236,6 +239,7 @@ def check_store_url(url: str) -> None:
         "required_timeout",
         "local_records",
         "retry",
+        "read_bytes",
     ):
         if name in options:
             _number(options, name, 1)

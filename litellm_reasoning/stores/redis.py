@@ -12,11 +12,15 @@ Layout, under `prefix` (default `litellm_reasoning:`):
   write.
 
 On a cluster the scope id is a hash tag (`<prefix>r:{<scope_id>}:<key>`, `<prefix>i:{<scope_id>}`):
-a tenant's records and index share one slot, so a read is still one `MGET` and a write one
-script declaring every key it touches. Standalone and Sentinel keep the layout above.
+a tenant's records and index share one slot, so the read script and the write script each
+declare keys of one slot. Standalone and Sentinel keep the layout above.
 
-A read is ONE round trip (`MGET`) however many messages are looked up. A write is one atomic Lua
-script (records, index, trim), so concurrent writers of one key never leave half a record.
+A read is one round trip per `read_bytes` (default 1 MiB) of records found, however many messages
+are looked up: a Lua script reads the keys in order and stops once that many bytes are in its
+reply (a long conversation restored on a worker that never saw it, 1 100 steps of 20 KB, is 22
+round trips of about 1 MB, not one 22 MB reply Redis builds in memory while every other client
+waits; each round trip has its own deadline). A write is one atomic Lua script (records, index,
+trim), so concurrent writers of one key never leave half a record.
 
 Bounds: TTL and the per-tenant cap (`max_records`) are enforced here; the total memory Redis
 uses is bounded by the server's `maxmemory`. Redis' eviction policies evict across tenants, so
@@ -98,6 +102,31 @@ return excess
 
 _CHUNK = 500
 
+_GET = """
+-- KEYS: record keys in the order asked; ARGV[1]: the bytes this reply may hold.
+-- Returns one value per key read, in order ('' for a missing key, or one that is not a string),
+-- stopping after the key that makes the reply reach the budget: the caller asks for the rest.
+local budget = tonumber(ARGV[1])
+local used = 0
+local values = {}
+for i = 1, #KEYS do
+  local value = redis.pcall('GET', KEYS[i])
+  if type(value) == 'string' then
+    values[i] = value
+    used = used + #value
+  else
+    values[i] = ''
+  end
+  if used >= budget then
+    return values
+  end
+end
+return values
+"""
+
+DEFAULT_READ_BYTES = 1024 * 1024
+"""What one read round trip brings at most, beyond the record that reaches it."""
+
 _THREADS = 8
 """Store calls in flight at once per process (more wait for a thread, with no deadline running)."""
 
@@ -163,6 +192,7 @@ class RedisStore(ReasoningStore):
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         timeout: float = 0.2,
         required_timeout: float = 2.0,
+        read_bytes: int = DEFAULT_READ_BYTES,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if _import_error is not None:
@@ -177,6 +207,8 @@ class RedisStore(ReasoningStore):
         self.max_record_bytes = max_record_bytes
         self.timeout = timeout
         self.required_timeout = max(required_timeout, timeout)
+        self.read_bytes = max(1, read_bytes)
+        """The bytes of records one read round trip brings (then it asks for the rest)."""
         self._clock = clock
         self._options: dict[str, Any] = {
             "socket_timeout": timeout,
@@ -191,9 +223,10 @@ class RedisStore(ReasoningStore):
         # documented by the commands, so the clients are typed loosely.
         self._sync: Any = self._client(parsed, timeout)
         self._patient: Any = None
-        """(client, put script) for required reads and writes (`required_timeout`), made on
-        first use."""
+        """(client, put script, read script) for required reads and writes (`required_timeout`),
+        made on first use."""
         self._sync_put = self._sync.register_script(_PUT)
+        self._sync_get = self._sync.register_script(_GET)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
@@ -243,12 +276,16 @@ class RedisStore(ReasoningStore):
             **options,
         )
 
-    def _patient_client(self) -> tuple[Any, Any]:
+    def _patient_client(self) -> tuple[Any, Any, Any]:
         if self._patient is None:
             with self._pool_lock:
                 if self._patient is None:
                     client = self._client(urlparse(self.url), self.required_timeout)
-                    self._patient = (client, client.register_script(_PUT))
+                    self._patient = (
+                        client,
+                        client.register_script(_PUT),
+                        client.register_script(_GET),
+                    )
         return self._patient  # type: ignore[no-any-return]
 
     async def _off_loop(self, call: Callable[[], T]) -> T:
@@ -303,11 +340,22 @@ class RedisStore(ReasoningStore):
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         names = self._names(scope, keys)
-        return self._found(scope, keys, self._sync.mget(names)) if names else {}
+        return self._found(scope, keys, self._read(self._sync_get, names)) if names else {}
 
     def get_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         names = self._names(scope, keys)
-        return self._found(scope, keys, self._patient_client()[0].mget(names)) if names else {}
+        read = self._patient_client()[2]
+        return self._found(scope, keys, self._read(read, names)) if names else {}
+
+    def _read(self, script: Any, names: list[str]) -> list[Any]:
+        """The values of `names` in order (None: missing), `read_bytes` per round trip."""
+        values: list[Any] = []
+        while len(values) < len(names):
+            batch = script(keys=names[len(values) :], args=[self.read_bytes])
+            if not batch:  # a script that read nothing: never loop on it
+                raise redis.ResponseError("the read script returned no value")
+            values += [value or None for value in batch]
+        return values
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return await self._off_loop(lambda: self.get_many(scope, keys))

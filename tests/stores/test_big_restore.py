@@ -121,3 +121,38 @@ async def test_a_long_kimi_conversation_is_restored_on_another_worker(redis_url:
         assert worker_b.stats["restored"] == STEPS
         assert worker_b.stats["required_lookups"] == 1
         await store_b.aclose()
+
+
+def test_a_large_read_is_bounded_in_bytes_per_round_trip(redis_url: str) -> None:
+    """Round three: the 22 MB restore came back as one MGET reply Redis built in memory while
+    its other clients waited. A read now brings `read_bytes` per round trip (then asks for the
+    rest), each round trip with its own deadline; what it returns is unchanged."""
+    from litellm_reasoning.stores import open_backend
+    from litellm_reasoning.stores.redis import RedisStore
+
+    budget = 256 * 1024
+    store = open_backend(f"{redis_url}&read_bytes={budget}")
+    assert isinstance(store, RedisStore) and store.read_bytes == budget
+    records = {
+        f"k{i}": Reasoning.from_text(f"{i}:" + "x" * 100_000, provider="p", model="m")
+        for i in range(40)
+    }
+    for start in range(0, 40, 10):
+        store.put_many("tenant", dict(list(records.items())[start : start + 10]))
+    store.get_many("tenant", ["warm"])  # the read script is loaded on first use
+    replies: list[int] = []
+    original = store._sync.execute_command
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        reply = original(*args, **kwargs)
+        if args[0] == "EVALSHA":
+            replies.append(sum(len(value or b"") for value in reply))
+        return reply
+
+    store._sync.execute_command = counting
+    asked = [*records, "missing", "k3"]
+    assert store.get_many("tenant", asked) == records
+    one = max(len(v or b"") for v in store._sync.mget(store._names("tenant", list(records))))
+    assert len(replies) == -(-40 // -(-budget // one))  # ceil(40 / records per round trip)
+    assert all(size < budget + one for size in replies)
+    store.close()

@@ -529,20 +529,37 @@ async def test_redis_one_round_trip_per_read(redis_prefix: str) -> None:
     store = RedisStore(prefix=redis_prefix)
     records = {f"k{i}": text(f"r{i}") for i in range(40)}
     store.put_many(A, records)
+    store.get_many(A, ["warm"])  # the read script is loaded on first use (each client)
+    await store.aget_required(A, ["warm"])
     sync_seen = _count_commands(store._sync)
     assert store.get_many(A, [*records, "missing"]) == records
-    assert sync_seen == ["MGET"]
+    assert sync_seen == ["EVALSHA"]  # the bounded read script: under `read_bytes`, one trip
     await store.aput_many(A, {"k0": text("again")})
     # The async read runs the same client on the store's threads (its deadline is the socket's).
     sync_seen.clear()
     assert len(await store.aget_many(A, list(records))) == 40
-    assert sync_seen == ["MGET"]
-    # A required read: one MGET too, on the client with the longer deadline.
+    assert sync_seen == ["EVALSHA"]
+    # A required read: one round trip too, on the client with the longer deadline.
     sync_seen.clear()
     patient_seen = _count_commands(store._patient_client()[0])
     assert len(await store.aget_required(A, list(records))) == 40
-    assert (sync_seen, patient_seen) == ([], ["MGET"])
+    assert (sync_seen, patient_seen) == ([], ["EVALSHA"])
     await store.aclose()
+
+
+def test_redis_a_record_key_holding_another_type_is_missing_not_an_error(
+    redis_prefix: str,
+) -> None:
+    """The read script reads each key on its own: one key that is not a string (damage,
+    another program) is a missing record, as MGET answered it, never a failed read."""
+    import redis
+
+    store = RedisStore(prefix=redis_prefix)
+    store.put_many(A, {"k1": text("1"), "k3": text("3")})
+    (name,) = store._names(A, ["k2"])
+    redis.Redis().rpush(name, "junk")
+    assert store.get_many(A, ["k1", "k2", "k3"]) == {"k1": text("1"), "k3": text("3")}
+    store.close()
 
 
 def test_redis_keys_have_prefix_and_ttl(redis_prefix: str) -> None:
