@@ -26,7 +26,8 @@ class PromptCache:
         return {"cache_read": self.read, "cache_write": self.write, "uncached": self.uncached}
 
 
-def _number(value: Any) -> int:
+def token_count(value: Any) -> int:
+    """A usage field as a count (0: absent, negative or not an integer)."""
     return value if type(value) is int and value > 0 else 0
 
 
@@ -49,22 +50,10 @@ def prompt_cache_of(usage: Any) -> PromptCache | None:
     if type(prompt) is not int:
         return None
     details = _details(usage, "prompt_tokens_details", "input_tokens_details")
-    read = _number(details.get("cached_tokens")) or _number(
+    read = token_count(details.get("cached_tokens")) or token_count(
         usage.get("cache_read_input_tokens") or usage.get("prompt_cache_hit_tokens")
     )
-    write = _number(details.get("cache_write_tokens")) or _number(
+    write = token_count(details.get("cache_write_tokens")) or token_count(
         details.get("cache_creation_tokens") or usage.get("cache_creation_input_tokens")
     )
     return PromptCache(read, write, max(0, prompt - read - write))
-
-
-def anthropic_prompt_cache_of(usage: Any) -> PromptCache | None:
-    """The prompt cache of an Anthropic Messages `usage` (`input_tokens` counts only the
-    uncached tokens). None: not such a usage."""
-    if not isinstance(usage, Mapping) or type(usage.get("input_tokens")) is not int:
-        return None
-    return PromptCache(
-        _number(usage.get("cache_read_input_tokens")),
-        _number(usage.get("cache_creation_input_tokens")),
-        _number(usage.get("input_tokens")),
-    )

@@ -12,7 +12,6 @@ from ..core.decisions import summary_of
 from ..core.messages import continues_prefill
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
-from ..core.usage import anthropic_prompt_cache_of
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
 from . import kwargs as read
@@ -225,7 +224,7 @@ def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = 
     call = state.claim()
     try:
         if call is not None:
-            engine.report.prompt_cache(state, anthropic_prompt_cache_of(usage))
+            engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
         if call is None or not call.messages_format or call.continues_prefill:
             return
         record = anthropic_messages.record_of_reply(

@@ -1,10 +1,14 @@
-"""The prompt cache a reply's usage reports, in each recorded shape (pure)."""
+"""The prompt cache a reply's usage reports, in each recorded shape (pure: the core's reader and
+the Anthropic Messages adapter's)."""
 
 from __future__ import annotations
 
 import pytest
 
-from litellm_reasoning.core.usage import PromptCache, anthropic_prompt_cache_of, prompt_cache_of
+from litellm_reasoning.core.usage import PromptCache, prompt_cache_of
+from litellm_reasoning.wire.anthropic.messages import (
+    prompt_cache_of_usage as anthropic_prompt_cache_of,
+)
 
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 

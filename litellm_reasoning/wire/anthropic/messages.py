@@ -27,6 +27,7 @@ from ...core.extract import BLOCK_TYPES, _parts_from_blocks
 from ...core.policy import TurnPolicy, leading_run_violations, over_budget
 from ...core.reasoning import Reasoning
 from ...core.turns import starts_turn
+from ...core.usage import PromptCache, token_count
 from .dialect import apply_layout, block_identity, layout_of_blocks, same_blocks, thinking_blocks
 
 EMPTY = hashlib.blake2b(b"", digest_size=16, person=b"lr-msgs").hexdigest()
@@ -226,6 +227,18 @@ def with_blocks(
     if record.layout and len(blocks) == len(record.parts):
         ordered = apply_layout([*blocks, *content], record.layout, blocks)
     return {**message, "content": ordered if ordered is not None else [*blocks, *content]}
+
+
+def prompt_cache_of_usage(usage: Any) -> PromptCache | None:
+    """The prompt cache of an Anthropic Messages `usage` (`input_tokens` counts only the
+    uncached tokens). None: not such a usage."""
+    if not isinstance(usage, Mapping) or type(usage.get("input_tokens")) is not int:
+        return None
+    return PromptCache(
+        token_count(usage.get("cache_read_input_tokens")),
+        token_count(usage.get("cache_creation_input_tokens")),
+        token_count(usage.get("input_tokens")),
+    )
 
 
 def _events(sse: str, only: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
