@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,8 @@ class Request:
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
     legacy: dict[int, tuple[str, ...]]
-    """Message index -> earlier releases' keys of a tool-call message (rolling upgrades)."""
+    """Message index -> earlier releases' keys of a tool-call message missing under its own
+    (rolling upgrades): filled in by `legacy_for`, only for the messages the read missed."""
     anchor: identity.Anchor
     """Where this call's reply will stand in its turn."""
     history: History | None = None
@@ -67,6 +68,15 @@ class Request:
     """(`identity.origin_of` the deployment, its Router id)."""
     required: bool = False
     """The target refuses this request without the records looked up (`refused_without`)."""
+    legacy_keys: bool = False
+    """The store may hold records of earlier releases (`Engine.legacy_keys_on`)."""
+
+    def legacy_for(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
+        """Earlier releases' keys of the tool-call messages among `indices` (kept in
+        `legacy`); none when this store is not shared with other releases."""
+        if self.history is not None and self.legacy_keys:
+            self.legacy.update(self.history.legacy_keys_for(indices))
+        return self.legacy
 
 
 @dataclass(slots=True)
@@ -187,7 +197,7 @@ class Engine:
         scope: str,
         keys: Mapping[int, str],
         before: Mapping[int, str],
-        legacy: Mapping[int, tuple[str, ...]] | None = None,
+        legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
         required: bool = False,
     ) -> Flow[dict[str, Reasoning]]:
         """The stored records of `keys` (then, for the ones missing, of their `legacy` keys),
@@ -204,15 +214,11 @@ class Engine:
         # put its record (or kept it locally) just after the store answered.
         open_before = self.pending.open_among(scope, before.values())
         found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
-        if legacy and not isinstance(found, LocalAnswer):
-            older = sorted(
-                {
-                    older_key
-                    for i, key in keys.items()
-                    if key not in found and i in legacy
-                    for older_key in legacy[i]
-                }
-            )
+        if legacy is not None and not isinstance(found, LocalAnswer):
+            # Earlier releases' keys: made and read only for the messages the read missed.
+            missed = [i for i, key in keys.items() if key not in found]
+            older_keys = legacy(missed) if missed else {}
+            older = sorted({key for i in missed for key in older_keys.get(i, ())})
             if older:
                 found.update((yield Read(scope, older, required)))
         if open_before:
@@ -305,11 +311,12 @@ class Engine:
             {i: digests[i - 1] if i > 0 else empty for i in wanted},
             history.digest,
             owns,
-            history.legacy_keys_for(wanted) if self.legacy_keys_on else {},
+            {},
             history.anchor(len(messages)),
             history,
             read.origin(kwargs, provider),
             required,
+            self.legacy_keys_on,
         )
 
     def render_flow(
@@ -317,7 +324,7 @@ class Engine:
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(kwargs, messages)
         found = yield from self.lookup(
-            request.scope, request.keys, request.before, request.legacy, request.required
+            request.scope, request.keys, request.before, request.legacy_for, request.required
         )
         return self.complete(request, found, state), request.target
 
