@@ -105,8 +105,9 @@ class CallState:
     """Store key -> record, for every record restored into this call's request (and its
     earlier releases' keys): what a provider's refusal evicts (`healing`)."""
     restored_source: tuple[Any, Any, Any, Any] | None = None
-    """(keys, legacy keys, records by index, restored indices) of a chat request: `restored`
-    made only when a refusal asks for it (`restored_records`), not on every request."""
+    """(keys, earlier releases' keys of indices (a function), records by index, restored
+    indices) of a request: `restored` made only when a refusal asks for it
+    (`restored_records`), not on every request."""
     rendered_for: RenderedFor | None = None
     """The target the request was rendered for."""
     raw_sse: list[bytes] | None = None
@@ -130,7 +131,9 @@ class CallState:
         """Store key -> record of everything restored into this call's request."""
         if self.restored_source is None:
             return self.restored
-        keys, legacy, stored, indices = self.restored_source
+        keys, legacy_of, stored, indices = self.restored_source
+        # The copies earlier releases' replicas restore go too (their keys made only now).
+        legacy = legacy_of([i for i in indices if i in stored])
         out: dict[str, Reasoning] = {}
         for i in indices:
             record = stored.get(i)

@@ -58,8 +58,8 @@ class Request:
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
     legacy: dict[int, tuple[str, ...]]
-    """Message index -> earlier releases' keys of a tool-call message missing under its own
-    (rolling upgrades): filled in by `legacy_for`, only for the messages the read missed."""
+    """Message index -> earlier releases' keys of a tool-call message (rolling upgrades):
+    filled in by `legacy_for`, for the messages the read missed and those a refusal evicts."""
     anchor: identity.Anchor
     """Where this call's reply will stand in its turn."""
     history: History | None = None
@@ -248,9 +248,13 @@ class Engine:
         return found
 
     async def lookup_async(
-        self, scope: str, keys: Mapping[int, str], before: Mapping[int, str]
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
     ) -> dict[str, Reasoning]:
-        return await adrive(self.store, self.lookup(scope, keys, before))
+        return await adrive(self.store, self.lookup(scope, keys, before, legacy))
 
     def _open_captures(
         self,
@@ -343,7 +347,7 @@ class Engine:
     ) -> Rendered:
         found = self.refused.without_refused(request.scope, found)
         stored = self.of_origin(
-            _stored_records(request.keys, request.legacy, found),
+            stored_records(request.keys, request.legacy, found),
             request.origin[0],
             request.provider,
         )
@@ -384,7 +388,7 @@ class Engine:
         # What went into this request from the store (what a refusal of it evicts), as
         # references: turned into keys only when a refusal asks.
         state.restored = {}
-        state.restored_source = (request.keys, request.legacy, stored, rendered.restored)
+        state.restored_source = (request.keys, request.legacy_for, stored, rendered.restored)
         self.begin(
             state,
             Capture(
@@ -454,7 +458,7 @@ class Engine:
         return limited
 
 
-def _stored_records(
+def stored_records(
     keys: Mapping[int, str],
     legacy: Mapping[int, tuple[str, ...]],
     found: Mapping[str, Reasoning],

@@ -17,6 +17,7 @@ from ..wire.anthropic import messages as anthropic_messages
 from . import kwargs as read
 from . import rust_core
 from .calls import CallState, Capture, RenderedFor, details_of
+from .engine import stored_records
 from .flows import Flow, Write
 
 if TYPE_CHECKING:
@@ -53,20 +54,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             scope, cleaned, target.policy, start, digests, system
         )
         asked = {**wanted, **reorderable}
+        previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
+        before = {i: digests[i] for i in asked}
         found = engine.refused.without_refused(
-            scope, await engine.lookup_async(scope, asked, {i: digests[i] for i in asked})
+            scope, await engine.lookup_async(scope, asked, before, previous)
         )
-        records = {i: found[key] for i, key in asked.items() if key in found}
-        previous = _previous_keys(engine, scope, cleaned, asked, records)
-        if previous:
-            older = engine.refused.without_refused(
-                scope, await engine.lookup_async(scope, previous, {})
-            )
-            records.update(
-                (i, older[key])
-                for i, key in previous.items()
-                if key in older and not older[key].superseded
-            )
+        records = stored_records(asked, previous.keys, found)
         usable = {
             i: record
             for i, record in records.items()
@@ -113,8 +106,8 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         state.rendered_for = RenderedFor(
             provider, model, target.dialect, target.policy, target.operator_policy
         )
-        state.restored = {wanted[i]: stored[i] for i in restored_at}
-        state.restored.update((previous[i], stored[i]) for i in restored_at if i in previous)
+        state.restored = {}
+        state.restored_source = (wanted, previous, stored, restored_at)
         engine.begin(
             state,
             Capture(
@@ -136,24 +129,22 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
     return kwargs
 
 
-def _previous_keys(
-    engine: Engine,
-    scope: str,
-    messages: Sequence[Any],
-    asked: Mapping[int, str],
-    found: Mapping[int, Any],
-) -> dict[int, str]:
-    """The keys release 0.3.0 filed the messages not found among `asked` under (rolling
-    upgrades; only on a store another release may share)."""
-    if not engine.legacy_keys_on:
-        return {}
-    out: dict[int, str] = {}
-    for i in asked:
-        if i not in found:
-            key = anthropic_messages.previous_message_key(scope, messages[i])
-            if key is not None:
-                out[i] = key
-    return out
+class _PreviousKeys:
+    """The keys release 0.3.0 filed messages under (rolling upgrades), made when the engine
+    asks: for the messages its read missed, and for those a refusal evicts. None on a store no
+    other release shares."""
+
+    def __init__(self, scope: str, messages: Sequence[Any], shared: bool) -> None:
+        self.scope, self.messages, self.shared = scope, messages, shared
+        self.keys: dict[int, tuple[str, ...]] = {}
+
+    def __call__(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
+        if self.shared:
+            for i in indices:
+                if i not in self.keys:
+                    key = anthropic_messages.previous_message_key(self.scope, self.messages[i])
+                    self.keys[i] = (key,) if key is not None else ()
+        return self.keys
 
 
 def _decide(

@@ -127,20 +127,24 @@ class History:
         return self.system
 
     def legacy_keys_for(self, indices: Sequence[int]) -> dict[int, tuple[str, ...]]:
-        """Earlier releases' keys of the tool-call messages among `indices`."""
+        """Earlier releases' keys of the tool-call messages among `indices` (also once the
+        history is remembered: from the private copies)."""
         legacy = self.legacy
         if len(legacy) < len(self.shapes):
             legacy.extend([None] * (len(self.shapes) - len(legacy)))
+        source = self.messages or self.copies
         out: dict[int, tuple[str, ...]] = {}
         for index in indices:
             keys = legacy[index]
             if keys is None:
+                message = source[index]
                 keys = legacy[index] = (
                     identity.previous_tool_call_keys(
-                        self.scope, self.messages[index], self.shapes[index], self.anchor(index)
+                        self.scope, message, self.shapes[index], self.anchor(index)
                     )
-                    or ()
-                )
+                    if isinstance(message, dict)
+                    else None
+                ) or ()
             if keys:
                 out[index] = keys
         return out

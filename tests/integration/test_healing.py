@@ -247,6 +247,28 @@ async def test_a_no_log_requests_refusal_is_healed_too(
     assert callback.stats["refused_records"] == 1
 
 
+async def test_a_refused_record_leaves_the_store_with_its_copy_for_older_replicas(
+    tmp_path: Any,
+) -> None:
+    """On a store shared with other releases, a tool-call record is also kept (marked) under
+    the previous release's key for its replicas: a refusal evicts that copy too, or a replica
+    still on the previous release would send the refused block again."""
+    callback = register(ReasoningCallback(store=f"sqlite:///{tmp_path / 'r.db'}"))
+    model = "claude-sonnet-4-5-heal-copies"
+    try:
+        with AnthropicUpstream(strict=True) as claude:
+            messages = await _loop_with_a_revoked_signature("acompletion", model, claude, False)
+            (tenant,) = callback.store.tenants()
+            held = callback.store.list_records(tenant.scope)
+            assert len(held) == 2  # the record and its marked copy
+            with pytest.raises(litellm.BadRequestError, match="Invalid `signature`"):
+                await _claude("acompletion", model, claude, messages, stream=False)
+        assert callback.store.list_records(tenant.scope) == []
+        assert callback.stats["refusals_healed"] == 1
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+
+
 async def test_a_refusal_the_callback_did_not_cause_changes_nothing(
     callback: ReasoningCallback,
 ) -> None:
