@@ -357,21 +357,7 @@ def message_key(
     """The store key of an assistant message (see the module docstring). `shape` is its
     `canonical` bytes when the caller has them already; `anchor` its place in its turn."""
     if _has_tool_call_ids(message):
-        user, offset, system = anchor
-        material = b"".join(
-            (
-                b"tc3\x00",
-                scope.encode(),
-                b"\x00",
-                shape or canonical(message),
-                b"\x00",
-                str(offset).encode(),
-                b"\x00",
-                system.encode(),
-                b"\x00",
-                user,
-            )
-        )
+        material = _placed(b"tc3", scope, shape or canonical(message), anchor, with_system=True)
     else:
         material = b"pos\x00" + scope.encode() + b"\x00" + digest_through_message.encode()
     return hashlib.blake2b(material, digest_size=20).hexdigest()
@@ -385,15 +371,22 @@ def previous_tool_call_keys(
     if not _has_tool_call_ids(message):
         return None
     shape = shape or canonical(message)
-    user, offset, _ = anchor
-    placed = b"".join(
-        (b"tc2\x00", scope.encode(), b"\x00", shape, b"\x00", str(offset).encode(), b"\x00", user)
-    )
+    placed = _placed(b"tc2", scope, shape, anchor, with_system=False)
     unplaced = b"tc\x00" + scope.encode() + b"\x00" + shape
     return (
         hashlib.blake2b(placed, digest_size=20).hexdigest(),
         hashlib.blake2b(unplaced, digest_size=20).hexdigest(),
     )
+
+
+def _placed(tag: bytes, scope: str, shape: bytes, anchor: Anchor, *, with_system: bool) -> bytes:
+    """The key material of a tool-call message at `anchor` (`tc3`: with its system prompt;
+    `tc2`, releases 0.2.0/0.3.0: without)."""
+    user, offset, system = anchor
+    fields = [tag, scope.encode(), shape, str(offset).encode()]
+    if with_system:
+        fields.append(system.encode())
+    return b"\x00".join([*fields, user])
 
 
 def legacy_tool_call_key(

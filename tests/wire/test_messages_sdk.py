@@ -43,6 +43,19 @@ def _params(model: str, base_url: str) -> dict[str, Any]:
     }
 
 
+def _serve(claude: AnthropicUpstream, model: str, first: list[Any], then: str) -> dict[str, Any]:
+    """`claude` answers `model` with `first`, then always with `then`; the call's params."""
+    claude.script(model, AnthropicReply(first))
+    claude.always(model, AnthropicReply([{"type": "text", "text": then}]))
+    return _params(model, claude.base_url)
+
+
+def _streams_need_the_proxy_extra() -> None:
+    # LiteLLM streams this route through modules of its proxy (1.110.2 without the proxy extra
+    # fails the stream itself: `No module named 'fastapi'`).
+    pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy extra")
+
+
 @pytest.fixture
 def callback() -> Iterator[ReasoningCallback]:
     yield register(ReasoningCallback(capture_wait_seconds=10.0))
@@ -96,14 +109,10 @@ async def test_messages_acreate_stream_is_captured_from_its_sse(
     """An SDK stream (`acreate(stream=True)`): LiteLLM hands the hooks a chat-shaped copy of the
     reply, so it is captured from the SSE bytes LiteLLM collected: the next request of a client
     that dropped the thinking gets it back in place, exactly."""
-    # LiteLLM streams this route through modules of its proxy (1.110.2 without the proxy extra
-    # fails the stream itself: `No module named 'fastapi'`).
-    pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy extra")
+    _streams_need_the_proxy_extra()
     model = f"claude-sonnet-4-5-messages-stream-{keeps}"
     with AnthropicUpstream(strict=True) as claude:
-        claude.script(model, AnthropicReply(REPLY))
-        claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-        params = _params(model, claude.base_url)
+        params = _serve(claude, model, REPLY, "one line")
         messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
         stream = await litellm.anthropic.messages.acreate(messages=messages, stream=True, **params)
         sse = b"".join([c async for c in stream]).decode()
@@ -148,9 +157,7 @@ async def test_messages_calls_get_a_decisions_summary() -> None:
     model = "claude-sonnet-4-5-messages-summary"
     try:
         with AnthropicUpstream(strict=True) as claude:
-            claude.script(model, AnthropicReply(REPLY))
-            claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-            params = _params(model, claude.base_url)
+            params = _serve(claude, model, REPLY, "one line")
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
             first = await litellm.anthropic.messages.acreate(messages=messages, **params)
             messages += [
@@ -204,9 +211,7 @@ async def test_litellm_rust_core_on_the_messages_route(
     model = f"claude-sonnet-4-5-rust-{defines_hook}-{uuid.uuid4().hex[:6]}"
     try:
         with AnthropicUpstream(strict=True) as claude:
-            claude.script(model, AnthropicReply(REPLY))
-            claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
-            params = _params(model, claude.base_url)
+            params = _serve(claude, model, REPLY, "one line")
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
             first = await litellm.anthropic.messages.acreate(messages=messages, **params)
             dropped = [b for b in first["content"] if b["type"] != "thinking"]
@@ -302,12 +307,10 @@ async def test_thinking_blocks_with_no_text_are_restored_in_place(
     signature alone carries them: stored and restored in place like any other, never dropped
     as empty (anthropics/claude-code#86865)."""
     if stream:
-        pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy")
+        _streams_need_the_proxy_extra()
     model = f"claude-opus-4-6-redact-display-{stream}"
     with AnthropicUpstream(strict=True) as claude:
-        claude.script(model, AnthropicReply(REDACTED_DISPLAY))
-        claude.always(model, AnthropicReply([{"type": "text", "text": "both read"}]))
-        params = _params(model, claude.base_url)
+        params = _serve(claude, model, REDACTED_DISPLAY, "both read")
         messages: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
         first = await litellm.anthropic.messages.acreate(messages=messages, stream=stream, **params)
         if stream:
@@ -394,7 +397,7 @@ async def test_the_replys_prompt_cache_is_counted(
     """`/v1/messages`: Claude's `usage` (input tokens not counting the cache, cache reads and
     writes apart; a stream's from `message_start` and `message_delta`) in the stats."""
     if stream:
-        pytest.importorskip("fastapi", reason="LiteLLM streams /v1/messages only with its proxy")
+        _streams_need_the_proxy_extra()
     model = f"claude-sonnet-4-5-cache-{uuid.uuid4().hex[:6]}"
     usage = {
         "input_tokens": 12,

@@ -132,8 +132,14 @@ def place_of(messages: Sequence[Any], index: int, system: str) -> Place:
     """The `Place` of position `index` (`len(messages)`: the reply's)."""
     for position in range(index - 1, -1, -1):
         if _asks(messages[position]):
-            return (shape(messages[position]), index - position, system)
-    return (b"", index + 1, system)
+            return _place(index, position, shape(messages[position]), system)
+    return _place(index, -1, b"", system)
+
+
+def _place(index: int, asked_at: int, asked_shape: bytes, system: str) -> Place:
+    """The `Place` of position `index` whose step follows the user message at `asked_at`
+    (-1: none, and the offset counts from the start)."""
+    return (asked_shape, index - asked_at, system) if asked_at >= 0 else (b"", index + 1, system)
 
 
 def message_key(
@@ -144,9 +150,7 @@ def message_key(
     two conversations of one tenant whose API hands out the same tool ids (an
     Anthropic-compatible API's `functions.<name>:<n>`) never share a key."""
     uses = _tool_uses(message)
-    digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-key")
-    digest.update(scope.encode("utf-8", "surrogatepass"))
-    digest.update(b"\x00")
+    digest = _key_digest(scope)
     if uses:
         user, offset, system = place
         digest.update(b"tc2\x00" + json.dumps(uses).encode() + b"\x00" + system.encode())
@@ -162,11 +166,17 @@ def previous_message_key(scope: str, message: Mapping[str, Any]) -> str | None:
     uses = _tool_uses(message)
     if not uses:
         return None
+    digest = _key_digest(scope)
+    digest.update(b"tc\x00" + json.dumps(uses).encode())
+    return "m1:" + digest.hexdigest()
+
+
+def _key_digest(scope: str) -> hashlib.blake2b:
+    """A key's digest, begun with the tenant scope."""
     digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-key")
     digest.update(scope.encode("utf-8", "surrogatepass"))
     digest.update(b"\x00")
-    digest.update(b"tc\x00" + json.dumps(uses).encode())
-    return "m1:" + digest.hexdigest()
+    return digest
 
 
 def record_of_reply(
@@ -369,7 +379,7 @@ def wanted(
         if keeps(policy, i, turn_start, message):
             if asked_at >= 0 and not asked_shape:
                 asked_shape = shape(messages[asked_at])
-            place = (asked_shape, i - asked_at, system) if asked_at >= 0 else (b"", i + 1, system)
+            place = _place(i, asked_at, asked_shape, system)
             into[i] = message_key(scope, digests[i], message, place)
     return missing, reorderable
 
