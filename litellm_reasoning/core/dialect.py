@@ -98,6 +98,13 @@ class Dialect(Protocol):
         """`message` for the wire: its reasoning replaced by `reasoning` (None: carries none)."""
         ...
 
+    def plain_fields(self, reasoning: Reasoning | None) -> dict[str, Any] | None:
+        """What `render` appends to a message that carries no reasoning (`carries_nothing`):
+        new fields with immutable values (a new dict each call), so the hot path of a client
+        that drops reasoning merges them in without asking `render`. None: `render` does more
+        than append fields for this dialect."""
+        ...
+
     def validity_start(self, messages: Sequence[Any]) -> int | None:
         """The provider's own validity rule: the index of an earlier assistant message that
         must keep its reasoning whatever the turn rule says (Claude's open tool loop); None

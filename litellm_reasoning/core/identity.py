@@ -27,10 +27,11 @@ from __future__ import annotations
 import hashlib
 import json
 import json.encoder
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .extract import BLOCK_TYPES, split_tool_call_id
+from .extract import BLOCK_TYPES, THOUGHT_SEPARATOR, split_tool_call_id
+from .turns import TURN_KEY
 
 _EMPTY = hashlib.blake2b(b"litellm-reasoning/v1", digest_size=16).hexdigest()
 EMPTY_DIGEST = _EMPTY
@@ -89,10 +90,26 @@ _quote = json.encoder.encode_basestring
 """JSON string literal of a `str` (C), what `_ENCODER` writes for one."""
 
 
-def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
-    """`(canonical(message), equality_decides(message))` for a message that holds only strings
-    (or None) where identity looks, written with C string quoting: byte for byte what `_general`
-    writes, at a fraction of its cost. None: not such a message."""
+_QUOTED_ROLES = {
+    role: _quote(role) for role in ("system", "developer", "user", "assistant", "tool")
+}
+_SEPARATOR = THOUGHT_SEPARATOR
+_TURN = TURN_KEY
+_EXTRAS = "provider_specific_fields"
+
+FACT_TURN = 1
+"""`read` found `turn` on a content block, a tool call or its function (not the message's own)."""
+FACT_CALL_EXTRAS = 2
+"""`read` found `provider_specific_fields` on a tool call or its function."""
+
+
+def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
+    """One pass over a message that holds only strings (or None) where identity looks:
+    `(canonical(message), equality_decides(message), facts)`, where `facts` has `FACT_TURN`
+    and `FACT_CALL_EXTRAS` set for what its content blocks and tool calls carry (what the turn
+    rule strips and what reasoning a tool call may hold: read here so no second pass over the
+    lists is needed). Written with C string quoting: byte for byte what `_general` writes, at a
+    fraction of its cost. None: not such a message."""
     role = message.get("role")
     content = message.get("content")
     calls = message.get("tool_calls")
@@ -104,6 +121,7 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
     ):
         return None
     decided = True
+    facts = 0
     if content is None or type(content) is str:
         parts = "[" + _quote(content) + "]" if content else "[]"
     elif type(content) is list:
@@ -122,6 +140,8 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
             elif kind not in BLOCK_TYPES:
                 return None
             decided = decided and type(kind) is str
+            if _TURN in part:
+                facts |= FACT_TURN
         # only reasoning blocks, or only empty text: no content, as in `_content_parts`
         joined = "".join(texts) if has_text else ""
         parts = "[" + _quote(joined) + "]" if joined else "[]"
@@ -136,38 +156,44 @@ def _fast(message: dict[str, Any]) -> tuple[bytes, bool] | None:
             function = call.get("function")
             if type(function) is dict:
                 name = function.get("name")
+                if _TURN in function:
+                    facts |= FACT_TURN
+                if _EXTRAS in function:
+                    facts |= FACT_CALL_EXTRAS
             else:
                 name = None
                 decided = decided and function is None
-            if not (identifier is None or type(identifier) is str) or not (
-                name is None or type(name) is str
-            ):
+            if identifier is None:
+                identifier = ""
+            elif type(identifier) is not str:
                 return None
-            written.append(
-                "[" + _quote(split_tool_call_id(identifier)[0]) + "," + _quote(name or "") + "]"
-            )
+            elif _SEPARATOR in identifier:
+                identifier = identifier.partition(_SEPARATOR)[0]
+            if name is None:
+                name = ""
+            elif type(name) is not str:
+                return None
+            if _TURN in call:
+                facts |= FACT_TURN
+            if _EXTRAS in call:
+                facts |= FACT_CALL_EXTRAS
+            written.append(f"[{_quote(identifier)},{_quote(name)}]")
         tool_calls = "[" + ",".join(written) + "]"
     else:
         tool_calls = "[]"
-    shape = (
-        "["
-        + _quote(role or "")
-        + ","
-        + parts
-        + ","
-        + tool_calls
-        + ","
-        + _quote(split_tool_call_id(call_id)[0])
-        + "]"
-    ).encode()
-    return shape, decided
+    if not call_id:
+        quoted_id = '""'
+    else:
+        quoted_id = _quote(call_id.partition(_SEPARATOR)[0] if _SEPARATOR in call_id else call_id)
+    quoted_role = (_QUOTED_ROLES.get(role) or _quote(role)) if role else '""'
+    return f"[{quoted_role},{parts},{tool_calls},{quoted_id}]".encode(), decided, facts
 
 
 def canonical(message: Any) -> bytes:
-    """The bytes that identify `message` (most messages take `_fast`; property test in
+    """The bytes that identify `message` (most messages take `read`; property test in
     tests/core/test_identity_canonical.py)."""
     if type(message) is dict:
-        fast = _fast(message)
+        fast = read(message)
         if fast is not None:
             return fast[0]
     return _general(message)
@@ -176,9 +202,9 @@ def canonical(message: Any) -> bytes:
 def canonical_decided(message: Any) -> tuple[bytes, bool]:
     """`(canonical(message), equality_decides(message))` in one pass (what a cache needs)."""
     if type(message) is dict:
-        fast = _fast(message)
+        fast = read(message)
         if fast is not None:
-            return fast
+            return fast[0], fast[1]
     return _general(message), equality_decides(message)
 
 
@@ -269,7 +295,7 @@ def extend_digest(digest: str, message: Any) -> str:
     return _chain(digest, canonical(message))
 
 
-def _has_tool_call_ids(message: dict[str, Any]) -> bool:
+def has_tool_call_ids(message: dict[str, Any]) -> bool:
     """Whether `message` has tool calls and every one has an id (what `_tool_calls` reads)."""
     calls = message.get("tool_calls")
     if not isinstance(calls, list):
@@ -277,7 +303,11 @@ def _has_tool_call_ids(message: dict[str, Any]) -> bool:
     found = False
     for call in calls:
         if isinstance(call, dict):
-            if not split_tool_call_id(call.get("id"))[0]:
+            identifier = call.get("id")
+            if type(identifier) is str:  # the common case, without `split_tool_call_id`
+                if not identifier or identifier.startswith(THOUGHT_SEPARATOR):
+                    return False
+            elif not split_tool_call_id(identifier)[0]:
                 return False
             found = True
     return found
@@ -356,11 +386,33 @@ def message_key(
 ) -> str:
     """The store key of an assistant message (see the module docstring). `shape` is its
     `canonical` bytes when the caller has them already; `anchor` its place in its turn."""
-    if _has_tool_call_ids(message):
+    if has_tool_call_ids(message):
         material = _placed(b"tc3", scope, shape or canonical(message), anchor, with_system=True)
     else:
         material = b"pos\x00" + scope.encode() + b"\x00" + digest_through_message.encode()
     return hashlib.blake2b(material, digest_size=20).hexdigest()
+
+
+def key_makers(
+    scope: str, system: str
+) -> tuple[Callable[[bytes, int, bytes], str], Callable[[str], str]]:
+    """`message_key`, split in two for one conversation of `scope` whose system prompt has the
+    digest `system` (the fixed part of the key material made once): the key of a tool-call
+    message from its canonical bytes, its offset and its user message's canonical bytes, and
+    the key of any other message from its digest."""
+    head = b"\x00".join((b"tc3", scope.encode()))
+    system_bytes = system.encode()
+    position_head = b"pos\x00" + scope.encode() + b"\x00"
+    blake2b = hashlib.blake2b
+
+    def tool_call_key(shape: bytes, offset: int, user: bytes) -> str:
+        material = b"\x00".join((head, shape, str(offset).encode(), system_bytes, user))
+        return blake2b(material, digest_size=20).hexdigest()
+
+    def position_key(digest: str) -> str:
+        return blake2b(position_head + digest.encode(), digest_size=20).hexdigest()
+
+    return tool_call_key, position_key
 
 
 def previous_tool_call_keys(
@@ -368,7 +420,7 @@ def previous_tool_call_keys(
 ) -> tuple[str, str] | None:
     """The keys earlier releases filed a tool-call message under: 0.2.0/0.3.0's (its place in
     its turn, no system prompt) and 0.1.0's (neither). None: not a tool-call message."""
-    if not _has_tool_call_ids(message):
+    if not has_tool_call_ids(message):
         return None
     shape = shape or canonical(message)
     placed = _placed(b"tc2", scope, shape, anchor, with_system=False)

@@ -7,7 +7,6 @@ loop (which Claude, DeepSeek, Kimi and Gemini require) is never touched.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,15 +21,9 @@ TokenCounter = Callable[[Reasoning], int]
 
 
 def estimate_tokens(reasoning: Reasoning) -> int:
-    """Rough reasoning tokens: characters / 4 over the readable text and the opaque payloads
-    (signature, redacted or encrypted data). An opaque payload stands for the full reasoning
-    the provider bills (Claude returns a summary and encrypts the full thinking in the
-    signature), so it is counted too. No tokenizer: the pure core imports none, and the budget
-    needs an order of magnitude, not the provider's exact count."""
-    chars = 0
-    for part in reasoning.parts:
-        chars += len(part.text) + len(part.signature or "") + len(part.data or "")
-    return math.ceil(chars / 4)
+    """The default token counter: `Reasoning.estimated_tokens` (characters / 4 over the text
+    and the opaque payloads; worked out once per record)."""
+    return reasoning.estimated_tokens
 
 
 class TokenCounts(Protocol):
@@ -55,6 +48,40 @@ class CountedMapping:
     def counts(self, indices: Sequence[int]) -> list[int]:
         get, count = self.reasoning_of.get, self.count
         return [count(r) if (r := get(i)) is not None else 0 for i in indices]
+
+    def total(self, indices: Sequence[int]) -> int:
+        return sum(self.counts(indices))
+
+
+def _known_tokens(reasoning: Reasoning | None) -> int | None:
+    return 0 if reasoning is None else reasoning._tokens
+
+
+class RecordCounts:
+    """`TokenCounts` of a rendered request with the default counter: each message's reasoning
+    is its stored record where it was restored, else its own; each record knows its count
+    (`Reasoning.estimated_tokens`), so nothing is remembered here."""
+
+    def __init__(
+        self,
+        stored: Mapping[int, Reasoning],
+        owns: Sequence[Reasoning | None],
+        restored: Sequence[int],
+    ) -> None:
+        self.stored = stored
+        self.owns = owns
+        self.restored = set(restored)  # taken now: the limits take indices out of the list
+
+    def counts(self, indices: Sequence[int]) -> list[int]:
+        stored, owns, restored = self.stored, self.owns, self.restored
+        if restored.issuperset(indices):  # a client that drops reasoning: in C
+            records: list[Reasoning | None] = list(map(stored.get, indices))
+        else:
+            records = [stored.get(i) if i in restored else owns[i] for i in indices]
+        counts: list[int | None] = list(map(_known_tokens, records))
+        if None in counts:
+            counts = [r.estimated_tokens if r is not None else 0 for r in records]
+        return counts  # type: ignore[return-value]  # no None left
 
     def total(self, indices: Sequence[int]) -> int:
         return sum(self.counts(indices))

@@ -96,15 +96,44 @@ class Reasoning:
     known (a record of release 0.2.0 or earlier, the client's own)."""
     deployment: str | None = None
     """LiteLLM's id of the Router deployment that issued it, when there was one."""
+    # Derived from `parts` when first asked for (a record is read on many requests: its text,
+    # emptiness and size are worked out once per process). Not part of its value.
+    _text: str | None = field(default=None, init=False, repr=False, compare=False)
+    _empty: bool | None = field(default=None, init=False, repr=False, compare=False)
+    _tokens: int | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def text(self) -> str:
         """The readable reasoning, concatenated in order (what `reasoning_content` carries)."""
-        return "".join(part.text for part in self.parts if part.kind == "thinking")
+        text = self._text
+        if text is None:
+            text = "".join(part.text for part in self.parts if part.kind == "thinking")
+            object.__setattr__(self, "_text", text)
+        return text
 
     @property
     def is_empty(self) -> bool:
-        return not any(part.text or part.is_opaque for part in self.parts)
+        empty = self._empty
+        if empty is None:
+            empty = not any(part.text or part.is_opaque for part in self.parts)
+            object.__setattr__(self, "_empty", empty)
+        return empty
+
+    @property
+    def estimated_tokens(self) -> int:
+        """Rough reasoning tokens: characters / 4 over the readable text and the opaque
+        payloads (signature, redacted or encrypted data). An opaque payload stands for the full
+        reasoning the provider bills (Claude returns a summary and encrypts the full thinking
+        in the signature), so it is counted too. No tokenizer: the budget needs an order of
+        magnitude, not the provider's exact count."""
+        tokens = self._tokens
+        if tokens is None:
+            chars = 0
+            for part in self.parts:
+                chars += len(part.text) + len(part.signature or "") + len(part.data or "")
+            tokens = -(-chars // 4)
+            object.__setattr__(self, "_tokens", tokens)
+        return tokens
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {

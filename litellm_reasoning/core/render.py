@@ -19,7 +19,7 @@ from operator import is_
 from typing import Any
 
 from .dialect import Dialect
-from .extract import reasoning_from_message
+from .extract import carries_nothing, reasoning_from_message
 from .policy import TurnPolicy
 from .reasoning import Reasoning
 from .turns import carries_turn, current_turn_start, item_without_turn
@@ -166,11 +166,12 @@ _SAME, _MERGE, _COPY, _CALL = How
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class Recipe:
-    """What `render` did to one assistant message. It holds for an equal message rendered
-    again with the same dialect and keep decision, and the same own and stored reasoning (the
-    same objects, or equal values: the outcome only depends on them)."""
+    """What `render` did to one assistant message (never changed once made: shared by the
+    requests that reuse it; not frozen, which is slower to build). It holds for an equal
+    message rendered again with the same dialect and keep decision, and the same own and stored
+    reasoning (the same objects, or equal values: the outcome only depends on them)."""
 
     dialect: str
     keep: bool
@@ -323,6 +324,15 @@ def _decide(
             outcome = _MISSING
     elif own is not None and not own.is_empty:
         outcome = _STRIPPED
+    fields = dialect.plain_fields(reasoning) if own is None else None
+    if fields is not None and carries_nothing(base):
+        # What `render` would do, without its copy and the comparison that finds the fields.
+        if fields:
+            return Recipe(name, keep, own, from_store, reasoning, outcome, _MERGE, fields), {
+                **base,
+                **fields,
+            }
+        return Recipe(name, keep, own, from_store, reasoning, outcome, _SAME, fields), base
     rendered = dialect.render(base, reasoning)
     how, extra = (_SAME, {}) if rendered is base else _added_fields(base, rendered)
     return Recipe(name, keep, own, from_store, reasoning, outcome, how, extra), rendered

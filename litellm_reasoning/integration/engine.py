@@ -13,7 +13,14 @@ from typing import Any
 
 from ..core import identity
 from ..core.decisions import summarize
-from ..core.limits import Limited, TokenCounter, apply_limits
+from ..core.limits import (
+    Limited,
+    RecordCounts,
+    TokenCounter,
+    TokenCounts,
+    apply_limits,
+    estimate_tokens,
+)
 from ..core.messages import continues_prefill
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning
@@ -428,6 +435,29 @@ class Engine:
         self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
     ) -> Limited:
         """The provider's strip rule and the budget, after the policy."""
+        history = request.history
+        counted: TokenCounts
+        if self.count_tokens is estimate_tokens:
+            counted = RecordCounts(stored, request.owns, rendered.restored)
+        else:
+            counted = self._memo_counts(request, rendered, stored)
+        limited = apply_limits(
+            rendered,
+            request.messages,
+            get_dialect(request.target.dialect),
+            request.target.policy,
+            strip=request.target.strip,
+            max_tokens=self.max_reasoning_tokens,
+            counted=counted,
+            assistant=history.assistant if history is not None else None,
+        )
+        self.report.stats["over_budget"] += len(limited.over_budget)
+        return limited
+
+    def _memo_counts(
+        self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
+    ) -> TokenCounts:
+        """Counts by an operator's own counter, remembered per render recipe."""
         restored_as_rendered = list(rendered.restored)  # the limits take indices out of it
         restored: set[int] = set()
 
@@ -441,21 +471,7 @@ class Engine:
         history = request.history
         # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
         # is reused only while that reasoning is the same value): counted once per recipe.
-        counted = self.token_memo.bind(
-            history.recipes if history is not None else None, reasoning_at
-        )
-        limited = apply_limits(
-            rendered,
-            request.messages,
-            get_dialect(request.target.dialect),
-            request.target.policy,
-            strip=request.target.strip,
-            max_tokens=self.max_reasoning_tokens,
-            counted=counted,
-            assistant=history.assistant if history is not None else None,
-        )
-        self.report.stats["over_budget"] += len(limited.over_budget)
-        return limited
+        return self.token_memo.bind(history.recipes if history is not None else None, reasoning_at)
 
 
 def stored_records(

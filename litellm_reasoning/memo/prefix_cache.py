@@ -24,12 +24,15 @@ from bisect import bisect_left
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from typing import Any
 
 from ..core import identity
+from ..core.extract import CARRIER_KEYS
+from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
-from ..core.turns import carries_turn
+from ..core.turns import TURN_KEY, carries_turn
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""
@@ -82,31 +85,46 @@ class History:
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
         """`{index: self.key(index)}` for `indices`."""
-        # In C but for the keys not made yet (an agent loop's newest messages).
+        # In C but for the keys not made yet (an agent loop's newest messages, all of a cold
+        # request's: made in one batch).
         found = list(map(self.keys.__getitem__, indices))
         if None in found:
-            position = -1
-            try:
-                while True:
-                    position = found.index(None, position + 1)
-                    found[position] = self.key(indices[position])
-            except ValueError:  # no None left
-                pass
+            missing = [index for index, key in zip(indices, found, strict=True) if key is None]
+            made = dict(zip(missing, self._make_keys(missing), strict=True))
+            found = [
+                made[index] if key is None else key
+                for index, key in zip(indices, found, strict=True)
+            ]
         return dict(zip(indices, found, strict=True))  # type: ignore[arg-type]  # no None left
 
     def key(self, index: int) -> str:
         """The store key of the message at `index` (`identity.message_key`)."""
         key = self.keys[index]
         if key is None:
-            key = identity.message_key(
-                self.scope,
-                self.messages[index],
-                self.digests[index],
-                self.shapes[index],
-                self.anchor(index),
-            )
-            self.keys[index] = key
+            key = self._make_keys([index])[0]
         return key
+
+    def _make_keys(self, indices: Sequence[int]) -> list[str]:
+        """`identity.message_key` of the messages at `indices` (ascending), kept in `keys`:
+        the scope's and the system prompt's part of the key material made once."""
+        tool_call_key, position_key = identity.key_makers(self.scope, self.system_digest())
+        messages, shapes, digests, users = self.messages, self.shapes, self.digests, self.users
+        keys = self.keys
+        out = []
+        for index in indices:
+            message = messages[index]
+            if identity.has_tool_call_ids(message):
+                position = bisect_left(users, index) - 1
+                if position < 0:
+                    key = tool_call_key(shapes[index], index + 1, b"")
+                else:
+                    user = users[position]
+                    key = tool_call_key(shapes[index], index - user, shapes[user])
+            else:
+                key = position_key(digests[index])
+            keys[index] = key
+            out.append(key)
+        return out
 
     def anchor(self, index: int) -> identity.Anchor:
         """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
@@ -175,10 +193,8 @@ class History:
 def _reasoning_bytes(record: Reasoning | None) -> int:
     if record is None:
         return 0
-    return sum(
-        len(part.text) + len(part.signature or "") + len(part.data or "") + _OVERHEAD
-        for part in record.parts
-    )
+    # Its characters are four per estimated token (worked out once per record), to 3 bytes.
+    return record.estimated_tokens * 4 + _OVERHEAD * len(record.parts)
 
 
 def _copy(message: Any) -> tuple[Any, int]:
@@ -191,6 +207,34 @@ def _copy(message: Any) -> tuple[Any, int]:
     except (ValueError, RecursionError):
         return _UNEQUAL, 0
     return marshal.loads(data), len(data)
+
+
+def _copy_all(messages: Sequence[Any], start: int) -> tuple[list[Any] | None, int]:
+    """Private copies of `messages[start:]` in one `marshal` round trip (a third of the cost
+    of one per message), and their marshalled size. (None, 0) when one of them is not plain
+    data: copied one by one then (`_copy`)."""
+    tail = messages[start:]
+    if type(tail) is not list or not all(type(message) is dict for message in tail):
+        return None, 0
+    try:
+        data = marshal.dumps(tail)
+    except (ValueError, RecursionError):
+        return None, 0
+    copies: list[Any] = marshal.loads(data)
+    return copies, len(data)
+
+
+def _spread_sizes(sizes: list[int], shapes: list[bytes], start: int, marshalled: int) -> None:
+    """Cumulative size estimates of the messages from `start` on, copied in one batch of
+    `marshalled` bytes: the batch spread over them by their canonical bytes (the estimate
+    bounds memory; its total is exact)."""
+    total = sizes[-1] if sizes else 0
+    lengths = list(map(len, shapes[start:]))
+    weight = 1 + marshalled / max(1, sum(lengths))  # its canonical bytes + its copy's share
+    sizes.extend(
+        total + int(cumulative * weight) + count * _OVERHEAD
+        for count, cumulative in enumerate(accumulate(lengths), 1)
+    )
 
 
 def _equal_prefix(messages: Sequence[Any], copies: list[Any]) -> int:
@@ -360,40 +404,60 @@ class PrefixCache:
     def _walk_new(history: History, start: int) -> None:
         """Messages from `start` on, which no earlier request had (all of a cold request):
         the per-message cost of a request on a process that never saw its conversation, so
-        kept to one canonical encoding, one chained hash and one `marshal` copy per message."""
+        kept to one canonical encoding and one chained hash per message, and one `marshal` copy
+        of them all."""
         messages = history.messages
         previous = history.digest
         total = history.size
         copies, shapes, digests = history.copies, history.shapes, history.digests
         sizes, owns, keys = history.sizes, history.owns, history.keys
         users, assistant, flagged = history.users, history.assistant, history.flagged
-        canonical_decided, chain = identity.canonical_decided, identity.chain
+        read, chain, carrier_keys = identity.read, identity.chain, CARRIER_KEYS
+        new_copies, marshalled = _copy_all(messages, start)
         for index in range(start, len(messages)):
             message = messages[index]
-            shape, decided = canonical_decided(message)
+            fast = read(message) if type(message) is dict else None
+            if fast is None:
+                shape, decided = identity.canonical_decided(message)
+                facts = -1  # not known: asked of the message itself
+            else:
+                shape, decided, facts = fast
             previous = chain(previous, shape)
-            copy, size = _copy(message)
-            total += size + len(shape) + _OVERHEAD
+            if new_copies is None:
+                copy, size = _copy(message)
+                total += size + len(shape) + _OVERHEAD
+                sizes.append(total)
+                copies.append(copy)
             own = None
             if type(message) is dict:
                 role = message.get("role")
                 if role == "assistant":
                     assistant.append(index)
-                    own = _own(message)
-                    if own is not None and any(part.details for part in own.parts):
-                        history.detailed.append(index)
+                    # `carries_nothing` from what `read` saw, but for its own keys (in C)
+                    if (
+                        facts < 0
+                        or facts & FACT_CALL_EXTRAS
+                        or type(message.get("content")) is list
+                        or not message.keys().isdisjoint(carrier_keys)
+                    ):
+                        own = _own(message)
+                        if own is not None and any(part.details for part in own.parts):
+                            history.detailed.append(index)
                 elif role == "user":
                     users.append(index)
-                if carries_turn(message):
+                if TURN_KEY in message or (
+                    facts & FACT_TURN if facts >= 0 else carries_turn(message)
+                ):
                     flagged.append(index)
             if not decided:
                 history.unsure.append(index)
-            copies.append(copy)
             shapes.append(shape)
             digests.append(previous)
-            sizes.append(total)
             owns.append(own)
             keys.append(None)
+        if new_copies is not None:
+            copies.extend(new_copies)
+            _spread_sizes(sizes, shapes, start, marshalled)
         history.recipes.extend([None] * (len(messages) - len(history.recipes)))
 
     def remember(self, history: History) -> None:

@@ -30,6 +30,9 @@ class BaseDialect:
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         raise NotImplementedError
 
+    def plain_fields(self, reasoning: Reasoning | None) -> dict[str, Any] | None:
+        return None
+
     def validity_start(self, messages: Sequence[Any]) -> int | None:
         return None
 

@@ -25,6 +25,10 @@ class ReasoningContentDialect(BaseDialect):
             out[self.field] = text
         return out
 
+    def plain_fields(self, reasoning: Reasoning | None) -> dict[str, Any] | None:
+        text = reasoning.text if reasoning is not None else ""
+        return {self.field: text} if text else {}
+
 
 class ReasoningFieldDialect(ReasoningContentDialect):
     """`reasoning` on the assistant message (vLLM ≥ 0.11, Cerebras)."""
@@ -47,3 +51,6 @@ class ReasoningContentRequiredDialect(ReasoningContentDialect):
         out = strip_reasoning(message)
         out[self.field] = reasoning.text if reasoning is not None else ""
         return out
+
+    def plain_fields(self, reasoning: Reasoning | None) -> dict[str, Any] | None:
+        return {self.field: reasoning.text if reasoning is not None else ""}

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from litellm_reasoning.core import identity
+from litellm_reasoning.core import extract, identity, turns
 
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
@@ -154,3 +154,69 @@ def test_every_shape_of_one_message_has_one_identity(
         for shape in _shapes_of(content, pieces)
     }
     assert len(identities) == 1, identities
+
+
+nested = st.fixed_dictionaries(
+    {},
+    optional={
+        "role": st.sampled_from(["assistant", "user"]),
+        "content": st.one_of(
+            st.none(),
+            text,
+            st.lists(
+                st.fixed_dictionaries(
+                    {"type": st.sampled_from(["text", "thinking"]), "text": text},
+                    optional={"turn": st.booleans()},
+                ),
+                max_size=3,
+            ),
+        ),
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "id": text,
+                    "function": st.fixed_dictionaries(
+                        {"name": text},
+                        optional={
+                            "turn": st.booleans(),
+                            "provider_specific_fields": st.just({"x": 1}),
+                        },
+                    ),
+                },
+                optional={"turn": st.booleans(), "provider_specific_fields": st.just({"x": 1})},
+            ),
+            max_size=3,
+        ),
+    },
+)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(nested, message))
+def test_read_reports_what_the_turn_rule_and_the_reasoning_reader_see(value: Any) -> None:
+    """`read`'s facts are what `carries_turn` and `carries_nothing` find in a message's
+    content blocks and tool calls (the walk trusts them instead of asking again)."""
+    fast = identity.read(value)
+    if fast is None:
+        return
+    shape, decided, facts = fast
+    assert (shape, decided) == (identity._general(value), identity.equality_decides(value))
+    assert bool(facts & identity.FACT_TURN) == turns._nested_turn(value)
+    without_own_keys = {k: v for k, v in value.items() if k in ("role", "tool_calls")}
+    assert bool(facts & identity.FACT_CALL_EXTRAS) == (
+        not extract.carries_nothing(without_own_keys)
+    )
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(nested, message))
+def test_has_tool_call_ids_is_what_the_tool_call_reader_says(value: Any) -> None:
+    """The key's choice between tool-call and position keys: every tool call has a non-empty
+    id once LiteLLM's embedded signature is split off."""
+    calls = value.get("tool_calls")
+    expected = (
+        isinstance(calls, list)
+        and any(isinstance(c, dict) for c in calls)
+        and all(extract.split_tool_call_id(c.get("id"))[0] for c in calls if isinstance(c, dict))
+    )
+    assert identity.has_tool_call_ids(value) == expected

@@ -25,9 +25,11 @@ from hypothesis import strategies as st
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core import identity
+from litellm_reasoning.core.extract import carries_nothing
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered, assistant_indices, own_reasonings, render
+from litellm_reasoning.core.turns import carries_turn
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache
 from litellm_reasoning.testing.upstream import Reply, Upstream
 from litellm_reasoning.wire import dialect_names, get_dialect
@@ -40,7 +42,9 @@ equal_but_not_same = st.sampled_from([1, 1.0, True, 0, 0.0, False, None, "1"])
 """Values `==` mixes up (1 == 1.0 == True) while their JSON differs."""
 text = st.sampled_from(["", "a", "b", "ok", "call_1", "call_2", "x" * 40])
 part = st.one_of(
-    st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+    st.fixed_dictionaries(
+        {"type": st.just("text"), "text": text}, optional={"turn": st.just(False)}
+    ),
     st.fixed_dictionaries(
         {"type": st.just("thinking"), "thinking": text, "signature": st.sampled_from(["s1", "s2"])}
     ),
@@ -62,10 +66,18 @@ tool_call = st.fixed_dictionaries(
         ),
         "type": st.just("function"),
         "function": st.fixed_dictionaries(
-            {"name": st.sampled_from(["read", "run"]), "arguments": st.just("{}")}
+            {"name": st.sampled_from(["read", "run"]), "arguments": st.just("{}")},
+            # stray `turn` and provider extras where a tool call can carry them
+            optional={
+                "turn": st.just(True),
+                "provider_specific_fields": st.just({"thought_signature": "c2ln"}),
+            },
         ),
     },
-    optional={"provider_specific_fields": st.just({"thought_signature": "c2ln"})},
+    optional={
+        "provider_specific_fields": st.just({"thought_signature": "c2ln"}),
+        "turn": st.just(False),
+    },
 )
 message = st.fixed_dictionaries(
     {
@@ -199,6 +211,9 @@ def _check(
     assert history.digest == identity.conversation_digest(messages)
     assert history.owns == own_reasonings(messages)
     assert history.assistant == assistant_indices(messages)
+    assert history.flagged == [
+        i for i, m in enumerate(messages) if isinstance(m, dict) and carries_turn(m)
+    ]
     for index in history.assistant:
         expected = identity.key_at(SCOPE, messages, index)
         assert history.key(index) == expected
@@ -484,3 +499,41 @@ async def test_wire_is_the_same_with_and_without_the_cache(upstream: Upstream) -
     assert cached.stats["errors"] == uncached.stats["errors"] == 0
     # ... and the cached run reused earlier requests' work
     assert len(cached.prefix_cache) > 0 and len(uncached.prefix_cache) == 0
+
+
+reasoning_values = st.one_of(
+    st.none(),
+    st.builds(
+        lambda texts: Reasoning(parts=tuple(ReasoningPart(text=t) for t in texts)),
+        st.lists(text, max_size=2),
+    ),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    message=st.one_of(message, assistant),
+    reasoning=reasoning_values,
+    name=st.sampled_from(dialect_names()),
+)
+def test_plain_fields_are_what_render_appends(
+    message: dict[str, Any], reasoning: Reasoning | None, name: str
+) -> None:
+    """A dialect's `plain_fields` (the hot path of a client that drops reasoning) appends to a
+    message carrying nothing exactly what its `render` would, in the same key order."""
+    dialect = get_dialect(name)
+    fields = dialect.plain_fields(reasoning)
+    if fields is None or not carries_nothing(message):
+        return
+    rendered = dialect.render(message, reasoning)
+    merged = {**message, **fields}
+    assert list(merged.items()) == list(rendered.items())
+
+
+def test_text_dialects_take_the_plain_path() -> None:
+    """The dialects of a client that drops reasoning on DeepSeek, Kimi, Qwen, vLLM and Ollama
+    say what they append (the test above is not vacuous)."""
+    record = Reasoning(parts=(ReasoningPart(text="why"),))
+    for name in ("openai_chat", "openai_chat_required", "openai_chat_reasoning", "ollama_chat"):
+        assert get_dialect(name).plain_fields(record), name
+    assert get_dialect("openai_chat_required").plain_fields(None) == {"reasoning_content": ""}
