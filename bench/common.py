@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -249,3 +250,15 @@ def interleaved(arms: dict[str, Callable[[], Any]], repeat: int) -> dict[str, li
 def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(seq), size):
         yield seq[start : start + size]
+
+
+def delete_redis_prefix(url: str, prefix: str) -> None:
+    """Delete every key under `prefix` (what a bench arm wrote to the local Redis)."""
+    with contextlib.suppress(Exception):
+        import redis
+
+        client = redis.Redis.from_url(url, socket_timeout=2)
+        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
+        for start in range(0, len(keys), 500):
+            client.delete(*keys[start : start + 500])
+        client.close()

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import litellm
-from common import Section, fmt_ms, median, percentile, verdict
+from common import Section, delete_redis_prefix, fmt_ms, median, percentile, verdict
 from sec_rewrite import close_capture, hook_kwargs, prime_store
 
 from litellm_reasoning import ReasoningCallback
@@ -248,7 +248,7 @@ def _run(counts: list[int], repeat: int, cluster: str | None) -> Section:
             with contextlib.suppress(Exception):
                 cb.store.close()
             if name == "redis":
-                _delete_prefix(prefix)
+                delete_redis_prefix(REDIS_URL, prefix)
         tmp.cleanup()
     section.table(
         [
@@ -286,14 +286,3 @@ def _run(counts: list[int], repeat: int, cluster: str | None) -> Section:
     else:
         section.summary.append(("Redis round trips per request", "n/a", "1", "n/a (skipped)"))
     return section
-
-
-def _delete_prefix(prefix: str) -> None:
-    with contextlib.suppress(Exception):
-        import redis
-
-        client = redis.Redis.from_url(REDIS_URL, socket_timeout=2)
-        keys = list(client.scan_iter(match=f"{prefix}*", count=1000))
-        for start in range(0, len(keys), 500):
-            client.delete(*keys[start : start + 500])
-        client.close()
