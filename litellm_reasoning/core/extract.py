@@ -191,10 +191,15 @@ CARRIER_KEYS = frozenset(
 """Message keys that hold reasoning in some provider's or LiteLLM's format."""
 
 
+def own_fields_carry_nothing(message: dict[str, Any]) -> bool:
+    """`carries_nothing` but for the tool calls (the caller has looked at them): in C."""
+    return message.keys().isdisjoint(CARRIER_KEYS) and type(message.get("content")) is not list
+
+
 def carries_nothing(message: dict[str, Any]) -> bool:
     """True when no field of `message` can hold reasoning (most messages of a history from a
     client that drops it): checked in C but for the tool calls."""
-    if not message.keys().isdisjoint(CARRIER_KEYS) or type(message.get("content")) is list:
+    if not own_fields_carry_nothing(message):
         return False
     calls = message.get("tool_calls")
     if not calls or type(calls) is not list:

@@ -93,8 +93,6 @@ _quote = json.encoder.encode_basestring
 _QUOTED_ROLES = {
     role: _quote(role) for role in ("system", "developer", "user", "assistant", "tool")
 }
-_SEPARATOR = THOUGHT_SEPARATOR
-_TURN = TURN_KEY
 _EXTRAS = "provider_specific_fields"
 
 FACT_TURN = 1
@@ -140,7 +138,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
             elif kind not in BLOCK_TYPES:
                 return None
             decided = decided and type(kind) is str
-            if _TURN in part:
+            if TURN_KEY in part:
                 facts |= FACT_TURN
         # only reasoning blocks, or only empty text: no content, as in `_content_parts`
         joined = "".join(texts) if has_text else ""
@@ -156,7 +154,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
             function = call.get("function")
             if type(function) is dict:
                 name = function.get("name")
-                if _TURN in function:
+                if TURN_KEY in function:
                     facts |= FACT_TURN
                 if _EXTRAS in function:
                     facts |= FACT_CALL_EXTRAS
@@ -167,13 +165,13 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
                 identifier = ""
             elif type(identifier) is not str:
                 return None
-            elif _SEPARATOR in identifier:
-                identifier = identifier.partition(_SEPARATOR)[0]
+            elif THOUGHT_SEPARATOR in identifier:
+                identifier = identifier.partition(THOUGHT_SEPARATOR)[0]
             if name is None:
                 name = ""
             elif type(name) is not str:
                 return None
-            if _TURN in call:
+            if TURN_KEY in call:
                 facts |= FACT_TURN
             if _EXTRAS in call:
                 facts |= FACT_CALL_EXTRAS
@@ -184,7 +182,9 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
     if not call_id:
         quoted_id = '""'
     else:
-        quoted_id = _quote(call_id.partition(_SEPARATOR)[0] if _SEPARATOR in call_id else call_id)
+        quoted_id = _quote(
+            call_id.partition(THOUGHT_SEPARATOR)[0] if THOUGHT_SEPARATOR in call_id else call_id
+        )
     quoted_role = (_QUOTED_ROLES.get(role) or _quote(role)) if role else '""'
     return f"[{quoted_role},{parts},{tool_calls},{quoted_id}]".encode(), decided, facts
 
@@ -386,11 +386,11 @@ def message_key(
 ) -> str:
     """The store key of an assistant message (see the module docstring). `shape` is its
     `canonical` bytes when the caller has them already; `anchor` its place in its turn."""
+    user, offset, system = anchor
+    tool_call_key, position_key = key_makers(scope, system)
     if has_tool_call_ids(message):
-        material = _placed(b"tc3", scope, shape or canonical(message), anchor, with_system=True)
-    else:
-        material = b"pos\x00" + scope.encode() + b"\x00" + digest_through_message.encode()
-    return hashlib.blake2b(material, digest_size=20).hexdigest()
+        return tool_call_key(shape or canonical(message), offset, user)
+    return position_key(digest_through_message)
 
 
 def key_makers(
@@ -423,7 +423,7 @@ def previous_tool_call_keys(
     if not has_tool_call_ids(message):
         return None
     shape = shape or canonical(message)
-    placed = _placed(b"tc2", scope, shape, anchor, with_system=False)
+    placed = _placed(b"tc2", scope, shape, anchor)
     unplaced = b"tc\x00" + scope.encode() + b"\x00" + shape
     return (
         hashlib.blake2b(placed, digest_size=20).hexdigest(),
@@ -431,14 +431,11 @@ def previous_tool_call_keys(
     )
 
 
-def _placed(tag: bytes, scope: str, shape: bytes, anchor: Anchor, *, with_system: bool) -> bytes:
-    """The key material of a tool-call message at `anchor` (`tc3`: with its system prompt;
-    `tc2`, releases 0.2.0/0.3.0: without)."""
-    user, offset, system = anchor
-    fields = [tag, scope.encode(), shape, str(offset).encode()]
-    if with_system:
-        fields.append(system.encode())
-    return b"\x00".join([*fields, user])
+def _placed(tag: bytes, scope: str, shape: bytes, anchor: Anchor) -> bytes:
+    """The key material of a tool-call message at `anchor` as releases 0.2.0/0.3.0 made it
+    (`tc2`: no system prompt; this release's is in `key_makers`)."""
+    user, offset, _ = anchor
+    return b"\x00".join([tag, scope.encode(), shape, str(offset).encode(), user])
 
 
 def legacy_tool_call_key(

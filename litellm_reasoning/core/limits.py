@@ -53,10 +53,6 @@ class CountedMapping:
         return sum(self.counts(indices))
 
 
-def _known_tokens(reasoning: Reasoning | None) -> int | None:
-    return 0 if reasoning is None else reasoning._tokens
-
-
 class RecordCounts:
     """`TokenCounts` of a rendered request with the default counter: each message's reasoning
     is its stored record where it was restored, else its own; each record knows its count
@@ -78,10 +74,7 @@ class RecordCounts:
             records: list[Reasoning | None] = list(map(stored.get, indices))
         else:
             records = [stored.get(i) if i in restored else owns[i] for i in indices]
-        counts: list[int | None] = list(map(_known_tokens, records))
-        if None in counts:
-            counts = [r.estimated_tokens if r is not None else 0 for r in records]
-        return counts  # type: ignore[return-value]  # no None left
+        return [r.estimated_tokens if r is not None else 0 for r in records]
 
     def total(self, indices: Sequence[int]) -> int:
         return sum(self.counts(indices))

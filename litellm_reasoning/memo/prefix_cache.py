@@ -28,7 +28,7 @@ from itertools import accumulate
 from typing import Any
 
 from ..core import identity
-from ..core.extract import CARRIER_KEYS
+from ..core.extract import own_fields_carry_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
@@ -108,18 +108,14 @@ class History:
         """`identity.message_key` of the messages at `indices` (ascending), kept in `keys`:
         the scope's and the system prompt's part of the key material made once."""
         tool_call_key, position_key = identity.key_makers(self.scope, self.system_digest())
-        messages, shapes, digests, users = self.messages, self.shapes, self.digests, self.users
+        messages, shapes, digests = self.messages, self.shapes, self.digests
         keys = self.keys
         out = []
         for index in indices:
             message = messages[index]
             if identity.has_tool_call_ids(message):
-                position = bisect_left(users, index) - 1
-                if position < 0:
-                    key = tool_call_key(shapes[index], index + 1, b"")
-                else:
-                    user = users[position]
-                    key = tool_call_key(shapes[index], index - user, shapes[user])
+                user, offset, _ = self.anchor(index)
+                key = tool_call_key(shapes[index], offset, user)
             else:
                 key = position_key(digests[index])
             keys[index] = key
@@ -412,7 +408,7 @@ class PrefixCache:
         copies, shapes, digests = history.copies, history.shapes, history.digests
         sizes, owns, keys = history.sizes, history.owns, history.keys
         users, assistant, flagged = history.users, history.assistant, history.flagged
-        read, chain, carrier_keys = identity.read, identity.chain, CARRIER_KEYS
+        read, chain, own_fields_nothing = identity.read, identity.chain, own_fields_carry_nothing
         new_copies, marshalled = _copy_all(messages, start)
         for index in range(start, len(messages)):
             message = messages[index]
@@ -433,13 +429,8 @@ class PrefixCache:
                 role = message.get("role")
                 if role == "assistant":
                     assistant.append(index)
-                    # `carries_nothing` from what `read` saw, but for its own keys (in C)
-                    if (
-                        facts < 0
-                        or facts & FACT_CALL_EXTRAS
-                        or type(message.get("content")) is list
-                        or not message.keys().isdisjoint(carrier_keys)
-                    ):
+                    # `carries_nothing`, its tool calls read by `read` already
+                    if facts < 0 or facts & FACT_CALL_EXTRAS or not own_fields_nothing(message):
                         own = _own(message)
                         if own is not None and any(part.details for part in own.parts):
                             history.detailed.append(index)
