@@ -4,9 +4,11 @@ scope, its credential fingerprint and request parameters; and removing `turn` fr
 from __future__ import annotations
 
 import contextlib
+import functools
 from collections.abc import Mapping
 from typing import Any
 
+import litellm
 from litellm import get_llm_provider
 
 from ..core import identity
@@ -178,3 +180,25 @@ def request_param(kwargs: Mapping[str, Any], name: str) -> Any:
 def is_sync_details(kwargs: Any) -> bool:
     """`kwargs` is LiteLLM's logging state itself (the sync path's `log_pre_api_call`)."""
     return isinstance(kwargs, dict) and "additional_args" in kwargs
+
+
+@functools.lru_cache(maxsize=4096)
+def thinking_default_in_model_map(provider: str | None, model: str | None) -> str | None:
+    """Whether LiteLLM's model map says `model` thinks without being asked (`"always"`: its
+    `thinking_always_on`; `"on"`: `thinking_on_by_default`; `"off"`: it says neither is so;
+    None: the map does not say). Bounded: model names can be the client's (wildcard routes)."""
+    if not model:
+        return None
+    for key in (f"{provider}/{model}", model):
+        info = litellm.model_cost.get(key)
+        # The Router registers each deployment's model with guessed fields and no provider:
+        # only the map's own entries answer.
+        if not isinstance(info, dict) or not info.get("litellm_provider"):
+            continue
+        if info.get("thinking_always_on") is True:
+            return "always"
+        if info.get("thinking_on_by_default") is True:
+            return "on"
+        if "thinking_always_on" in info or "thinking_on_by_default" in info:
+            return "off"
+    return None

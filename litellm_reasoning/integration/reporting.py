@@ -121,6 +121,16 @@ class Reporter:
             dialect,
         )
 
+    def thinking_cannot_go_off(self, dialect: str, model: str) -> None:
+        self.stats["thinking_stays_on"] += 1
+        logger.warning(
+            "litellm-reasoning: the %s call to %s answers tool calls with no thinking block it "
+            "accepts, and this model's thinking cannot be turned off: sent as the client sent "
+            "it (the provider may refuse it as it would without this callback)",
+            dialect,
+            model,
+        )
+
     def refusal(
         self, target: RenderedFor, refusal: Refusal, evicted: int, policy: TurnPolicy | None
     ) -> None:

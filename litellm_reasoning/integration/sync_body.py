@@ -19,9 +19,11 @@ from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
 from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import body as claude
+from ..wire.anthropic.dialect import THINKING_ALWAYS_ON, thinking_default_of
 from ..wire.gemini import is_gemini, placeholders_for
 from . import refusals
 from .calls import LAYOUT_PATCH, CallState, state_in
+from .kwargs import thinking_default_in_model_map
 from .reporting import Reporter
 
 if TYPE_CHECKING:
@@ -115,14 +117,32 @@ def settle(
         state.body_patch = (dialect_name, messages)
     elif state.layouts:
         state.body_patch = (LAYOUT_PATCH, messages)
-    if not (dialect.keeps_block_order and claude.needs_thinking_off(read, messages)):
+    if not dialect.keeps_block_order:
+        return messages
+    default = thinking_default(state)
+    if not claude.needs_thinking_off(read, messages, default):
+        return messages
+    if not claude.turn_thinking_off(params, default):
+        engine.report.thinking_cannot_go_off(dialect_name, _model_of(state))
         return messages
     engine.report.thinking_turned_off(dialect_name)
     state.layouts, state.body_patch = {}, None
     state.forget_restored()
-    for name in ("thinking", "reasoning_effort"):
-        params.pop(name, None)
     return [claude.without_thinking_blocks(m) for m in messages]
+
+
+def _model_of(state: CallState) -> str:
+    target = state.rendered_for
+    return (target.model if target is not None else None) or ""
+
+
+def thinking_default(state: CallState) -> str:
+    """Whether the Claude model this call was rendered for thinks without being asked
+    (`thinking_default_of`: LiteLLM's model map first, then the adapter's table)."""
+    target = state.rendered_for
+    provider = target.provider if target is not None else None
+    model = _model_of(state)
+    return thinking_default_of(model, thinking_default_in_model_map(provider, model))
 
 
 def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:
@@ -157,10 +177,14 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
         restored = state.restored, state.restored_source
         state.forget_restored()
         claude.check_lines_up(body, rendered.messages)
-        off = claude.needs_thinking_off([kwargs, body], rendered.messages)
-        if off:
+        default = thinking_default(state)
+        off = claude.needs_thinking_off([kwargs, body], rendered.messages, default)
+        if off and default == THINKING_ALWAYS_ON:
+            engine.report.thinking_cannot_go_off(target.dialect, _model_of(state))
+            off = False
+        elif off:
             engine.report.thinking_turned_off(target.dialect)
-        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off)
+        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off, default=default)
         if not off:
             state.restored, state.restored_source = restored
         return

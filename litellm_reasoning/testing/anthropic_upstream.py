@@ -132,13 +132,28 @@ def _fingerprint(block: Any) -> tuple[Any, ...]:
     return (str(kind),)
 
 
+ALWAYS_THINKS = ("claude-opus-5-5", "claude-sonnet-5-5", "claude-fable-5", "claude-mythos-5")
+"""Models that think whatever the request says (Anthropic's model pages: Opus 5.5 and Fable 5.1
+"thinking can't be disabled"; Sonnet 5.5 turns off only up-front thinking, with
+`between_tools`), as name prefixes (this server's test models carry suffixes)."""
+THINKS_UNLESS_DISABLED = ("claude-opus-5", "claude-sonnet-5", "claude-haiku-5-5")
+"""Models that think unless the request says `thinking: {"type": "disabled"}` (Opus 5:
+"thinking on by default", Haiku 5.5), as name prefixes; tried after `ALWAYS_THINKS`."""
+
+
 def _thinking_on(body: dict[str, Any]) -> bool:
     thinking = body.get("thinking")
-    return isinstance(thinking, dict) and thinking.get("type") in (
+    if isinstance(thinking, dict) and thinking.get("type") in (
         "enabled",
         "adaptive",
         "between_tools",
-    )
+    ):
+        return True
+    model = str(body.get("model") or "")
+    if model.startswith(ALWAYS_THINKS):
+        return True
+    disabled = isinstance(thinking, dict) and thinking.get("type") == "disabled"
+    return model.startswith(THINKS_UNLESS_DISABLED) and not disabled
 
 
 def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> str | None:

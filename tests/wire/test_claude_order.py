@@ -198,21 +198,33 @@ async def test_a_client_holding_empty_text_gets_the_blocks_in_place(
     assert _assistant_content(claude_api.bodies(model)[before:][1], 0) == reply
 
 
-@pytest.mark.parametrize("how", CALLS)
-async def test_between_tools_thinking_gets_its_blocks_back_in_place(
-    how: str, claude: AnthropicUpstream, callback: ReasoningCallback
+FOREIGN_LOOP: list[Any] = [
+    {"role": "user", "content": "Read c.py."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "call_other",
+                "type": "function",
+                "function": {"name": "read_file", "arguments": '{"path": "c.py"}'},
+            }
+        ],
+    },
+    _result("call_other"),
+]
+"""A tool loop whose blocks nobody has (another provider's tool calls)."""
+
+
+async def _interleaved_loop_restored(
+    how: str, model: str, claude: AnthropicUpstream, params: dict[str, Any]
 ) -> None:
-    """Sonnet 5.5's `thinking: {"type": "between_tools"}` (thinking only between tool calls,
-    Claude's signed-block rules): recognised as thinking on, a dropping client's interleaved
-    blocks go back where they stood; a tool loop with no block to send gets thinking turned off
-    for that call instead of Claude's 400."""
-    model = f"claude-sonnet-5-5-{how}"
-    between = {"type": "between_tools"}
+    """An interleaved tool-call reply, then its tool results from a dropping client: the reply's
+    blocks go back where they stood, and Claude refuses nothing."""
     reply = INTERLEAVED["plain"]
     claude.script(model, AnthropicReply(reply), AnthropicReply([{"type": "text", "text": "ok"}]))
     refused = len(claude.refusals)
     history: list[Any] = [{"role": "user", "content": "Read a.py and b.py."}]
-    params = {"tools": [TOOL], "thinking": between, "max_tokens": 2048}
     first = await complete(
         how, f"anthropic/{model}", claude.base_url, history, stream=False, **params
     )
@@ -223,26 +235,52 @@ async def test_between_tools_thinking_gets_its_blocks_back_in_place(
     )
     assert claude.refusals[refused:] == []
     assert _assistant_content(claude.bodies(model)[-1], 0) == reply
-    # A tool loop whose blocks nobody has (another provider's tool calls): thinking goes off.
-    foreign = [
-        {"role": "user", "content": "Read c.py."},
-        {
-            "role": "assistant",
-            "content": None,
-            "tool_calls": [
-                {
-                    "id": "call_other",
-                    "type": "function",
-                    "function": {"name": "read_file", "arguments": '{"path": "c.py"}'},
-                }
-            ],
-        },
-        _result("call_other"),
-    ]
+
+
+@pytest.mark.parametrize("how", CALLS)
+async def test_between_tools_thinking_gets_its_blocks_back_in_place(
+    how: str, claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Sonnet 5.5's `thinking: {"type": "between_tools"}` (thinking only between tool calls,
+    Claude's signed-block rules): recognised as thinking on, a dropping client's interleaved
+    blocks go back where they stood. A tool loop with no block to send cannot have thinking
+    turned off on this model: sent as the client sent it, counted and said."""
+    model = f"claude-sonnet-5-5-{how}"
+    between = {"type": "between_tools"}
+    params = {"tools": [TOOL], "thinking": between, "max_tokens": 2048}
+    await _interleaved_loop_restored(how, model, claude, params)
+    # Sonnet 5.5 thinks whatever the request says (`between_tools` only moves it between tool
+    # calls): thinking cannot go off, so the request goes as the client sent it and Claude
+    # refuses it as it would without the callback; said once, counted.
+    with pytest.raises(litellm.BadRequestError, match="Expected `thinking` or `redacted_thinking`"):
+        await complete(
+            how, f"anthropic/{model}", claude.base_url, FOREIGN_LOOP, stream=False, **params
+        )
+    assert claude.bodies(model)[-1]["thinking"] == between
+    assert callback.stats["thinking_disabled"] == 0
+    assert callback.stats["thinking_stays_on"] == 1
+
+
+@pytest.mark.parametrize("how", CALLS)
+async def test_a_model_that_thinks_by_default_gets_thinking_disabled_not_dropped(
+    how: str, claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Opus 5 thinks when the request says nothing of thinking (Anthropic: "thinking on by
+    default"; LiteLLM's map: `thinking_on_by_default`). A dropping client's blocks go back in
+    place without any `thinking` parameter; a tool loop with no block to send gets
+    `thinking: {"type": "disabled"}` for that call (leaving `thinking` out would leave it on,
+    and Claude would refuse the loop)."""
+    model = f"claude-opus-5-{how}"
+    params: dict[str, Any] = {"tools": [TOOL], "max_tokens": 2048}
+    refused = len(claude.refusals)
+    await _interleaved_loop_restored(how, model, claude, params)
     claude.script(model, AnthropicReply([{"type": "text", "text": "ok"}]))
-    await complete(how, f"anthropic/{model}", claude.base_url, foreign, stream=False, **params)
+    done = await complete(
+        how, f"anthropic/{model}", claude.base_url, FOREIGN_LOOP, stream=False, **params
+    )
+    assert done.content == "ok"
     assert claude.refusals[refused:] == []
-    assert "thinking" not in claude.bodies(model)[-1]
+    assert claude.bodies(model)[-1]["thinking"] == {"type": "disabled"}
     assert callback.stats["thinking_disabled"] == 1
 
 

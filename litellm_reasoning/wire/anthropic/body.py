@@ -14,6 +14,9 @@ from ...core.reasoning import Reasoning
 from ...core.render import Rendered
 from .dialect import (
     CLAUDE_PROVIDERS,
+    THINKING_ALWAYS_ON,
+    THINKING_OFF_BY_DEFAULT,
+    THINKING_ON_BY_DEFAULT,
     apply_converse_layout,
     apply_layout,
     chat_layout,
@@ -69,15 +72,33 @@ def layouts_of(
     return out, reordered
 
 
-def needs_thinking_off(params: Sequence[Any], messages: Sequence[Any]) -> bool:
+def needs_thinking_off(
+    params: Sequence[Any], messages: Sequence[Any], default: str = THINKING_OFF_BY_DEFAULT
+) -> bool:
     """Thinking is on, but the tool calls this request answers came with no thinking block we
     can send (a fallback from another provider, a store miss): Claude would answer 400
     ("Expected `thinking` or `redacted_thinking`, but found `tool_use`"), so thinking goes off
     for this call only, as LiteLLM's `modify_params` does. `params`: the request's keyword
-    dicts (their `optional_params` and `extra_body` are read too)."""
+    dicts (their `optional_params` and `extra_body` are read too); `default`: the model's
+    `thinking_default_of` (thinking on without being asked)."""
     extra = [p.get("optional_params") for p in params if isinstance(p, dict)]
     extra += [p.get("extra_body") for p in [*params, *extra] if isinstance(p, dict)]
-    return thinking_requested([*params, *extra]) and tool_loop_needs_thinking(messages)
+    return thinking_requested([*params, *extra], default) and tool_loop_needs_thinking(messages)
+
+
+def turn_thinking_off(params: dict[str, Any], default: str) -> bool:
+    """Thinking off in `params` (a request's keyword dict or a provider body) for a model whose
+    `thinking_default_of` is `default`: the parameters that turn it on removed, and for a model
+    that thinks unless told otherwise, `thinking: {"type": "disabled"}` (Anthropic's model
+    pages). False for a model whose thinking cannot be turned off (left as it is)."""
+    if default == THINKING_ALWAYS_ON:
+        return False
+    params.pop("reasoning_effort", None)
+    if default == THINKING_ON_BY_DEFAULT:
+        params["thinking"] = {"type": "disabled"}
+    else:
+        params.pop("thinking", None)
+    return True
 
 
 def without_thinking_blocks(message: Any) -> Any:
@@ -161,7 +182,12 @@ def check_lines_up(body: dict[str, Any], rendered: Sequence[Any]) -> None:
 
 
 def put_blocks(
-    body: dict[str, Any], rendered: Sequence[Any], layouts: Layouts, *, thinking_off: bool
+    body: dict[str, Any],
+    rendered: Sequence[Any],
+    layouts: Layouts,
+    *,
+    thinking_off: bool,
+    default: str = THINKING_OFF_BY_DEFAULT,
 ) -> None:
     """The sync path: each assistant message of the Anthropic body LiteLLM translated from the
     client's messages gets its rendered thinking blocks in its content, where they stood in the
@@ -192,7 +218,7 @@ def put_blocks(
         if not thinking_off:
             _lay_out(run, sent, layouts)
     if thinking_off:
-        body.pop("thinking", None)
+        turn_thinking_off(body, default)
 
 
 def raw_reply(provider: str | None, source: Any) -> dict[str, Any] | None:

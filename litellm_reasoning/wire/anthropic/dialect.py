@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
@@ -108,18 +109,56 @@ THINKING_ON = frozenset({"enabled", "adaptive", "between_tools"})
 only between tool calls, the same signed-block rules)."""
 
 
-def thinking_requested(params: Sequence[Any]) -> bool:
-    """Whether any of `params` (request keyword dicts) turns Claude's thinking on."""
+THINKING_OFF_BY_DEFAULT = "off"
+THINKING_ON_BY_DEFAULT = "on"
+"""Thinks unless the request says `thinking: {"type": "disabled"}` (Opus 5, Sonnet 5, Haiku 5.5)."""
+THINKING_ALWAYS_ON = "always"
+"""Thinks whatever the request says (Opus 5.5, Sonnet 5.5, Fable 5 and 5.1, Mythos 5)."""
+
+_THINKING_DEFAULTS = (
+    (re.compile(r"claude-(fable|mythos)-5(?!\d)|claude-(opus|sonnet)-5[-.][5-9](?!\d)"), "always"),
+    (re.compile(r"claude-(opus|sonnet)-5(?!\d|[-.]\d)|claude-haiku-5-[5-9](?!\d)"), "on"),
+)
+"""Claude models that think without being asked, by Anthropic's model pages (`whats-new-opus-5`:
+"thinking on by default", `thinking: {"type": "disabled"}` accepted; `whats-new-opus-5-5`:
+"thinking can't be disabled", also Fable 5.1), the same values as LiteLLM's model map
+(`thinking_on_by_default`, `thinking_always_on`; LiteLLM 1.110+), which answers first where it
+knows the model (`thinking_default_of`): this table serves the LiteLLM lines whose map lacks
+them."""
+
+
+def thinking_default_of(model: str, from_model_map: str | None = None) -> str:
+    """Whether Claude `model` thinks without a `thinking` parameter: `THINKING_OFF_BY_DEFAULT`,
+    `THINKING_ON_BY_DEFAULT` or `THINKING_ALWAYS_ON`; `from_model_map`: what LiteLLM's model
+    map says (None: it does not say)."""
+    if from_model_map is not None:
+        return from_model_map
+    lowered = model.lower()
+    for pattern, default in _THINKING_DEFAULTS:
+        if pattern.search(lowered):
+            return default
+    return THINKING_OFF_BY_DEFAULT
+
+
+def thinking_requested(params: Sequence[Any], default: str = THINKING_OFF_BY_DEFAULT) -> bool:
+    """Whether `params` (request keyword dicts) leave Claude's thinking on, for a model whose
+    `thinking_default_of` is `default`: asked for by any of them, or the model's default and not
+    turned off (`thinking: {"type": "disabled"}`)."""
+    disabled = False
     for p in params:
         if not isinstance(p, dict):
             continue
         thinking = p.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") in THINKING_ON:
             return True
+        if isinstance(thinking, dict) and thinking.get("type") == "disabled":
+            disabled = True
         effort = p.get("reasoning_effort")
         if isinstance(effort, str) and effort not in ("", "none", "disable", "disabled"):
             return True
-    return False
+    if default == THINKING_ALWAYS_ON:
+        return True
+    return default == THINKING_ON_BY_DEFAULT and not disabled
 
 
 class AnthropicDialect(BaseDialect):
