@@ -123,6 +123,7 @@ def template_keeps_thinking(params: Sequence[Any]) -> bool:
 def provider_manages_thinking(params: Sequence[Any]) -> bool:
     """Whether the request (its keyword dicts) asks the provider to decide which earlier
     thinking it keeps: Z.ai `thinking: {"clear_thinking": false}` (keep every turn's, unmodified),
+    Kimi `thinking: {"keep": "all"}` (Preserved Thinking: every historical message's, as-is),
     Fireworks `reasoning_history: "preserved"`, or Claude context editing `context_management:
     {"edits": [{"type": "clear_thinking_20251015", ...}]}` (the API clears server-side; the
     client keeps the full history). Either way every turn's reasoning is sent, byte-stable, and
@@ -131,7 +132,9 @@ def provider_manages_thinking(params: Sequence[Any]) -> bool:
         if not isinstance(p, dict):
             continue
         thinking = p.get("thinking")
-        if isinstance(thinking, dict) and thinking.get("clear_thinking") is False:
+        if isinstance(thinking, dict) and (
+            thinking.get("clear_thinking") is False or thinking.get("keep") == "all"
+        ):
             return True
         if p.get("reasoning_history") == "preserved":
             return True

@@ -57,6 +57,10 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     ("openai", "kimi-k2.5", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     ("custom_openai", "moonshot-v1", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     ("openai_like", "Kimi-K3", False, False, "openai_chat", "tool_calls_all_turns", "any"),
+    # Xiaomi MiMo at its OpenAI-compatible api_base: its tool-call rule.
+    ("openai", "mimo-v2.5-pro", True, False, "openai_chat", "tool_calls_all_turns", "any"),
+    ("custom_openai", "MiMo-V2-Flash", True, False, "openai_chat", "tool_calls_all_turns", "any"),
+    ("openai_like", "mimo-v2.5", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     (
         "hosted_vllm",
         "deepseek-ai/DeepSeek-V4",
@@ -128,6 +132,12 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     # MiniMax: every turn's details (or <think> text) go back.
     ("minimax", "MiniMax-M2.5", True, False, "minimax", "all_turns", "any"),
     ("moonshot", "kimi-k3", True, False, "openai_chat", "tool_calls_all_turns", "any"),
+    # Kimi K2.7 Code: Preserved Thinking always on; K2.6 asks for it with `thinking.keep`.
+    ("moonshot", "kimi-k2.7-code", True, False, "openai_chat", "all_turns", "any"),
+    ("moonshot", "kimi-k2.7-code-highspeed", False, False, "openai_chat", "all_turns", "any"),
+    ("moonshot", "kimi-k2.6", True, True, "openai_chat", "all_turns", "any"),
+    # Xiaomi MiMo: every tool-call message's reasoning_content.
+    ("xiaomi_mimo", "mimo-v2.5-pro", True, False, "openai_chat", "tool_calls_all_turns", "any"),
     # §6 Kimi validates reasoning_content on every earlier tool-call message.
     ("moonshot", "kimi-k2-thinking", False, False, "openai_chat", "tool_calls_all_turns", "any"),
     # §11 Qwen3 template drops reasoning before the last user query.

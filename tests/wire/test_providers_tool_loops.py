@@ -8,6 +8,11 @@ real LiteLLM to a local server, every request body read back.
   empty one where nothing is known).
 * vLLM (`hosted_vllm/`): `reasoning`, current turn only.
 * xAI chat (`xai/`): nothing.
+* Kimi K2.7 Code (Preserved Thinking always on) and Kimi with `thinking: {"keep": "all"}`: every
+  historical assistant message, the earlier turn's plain answer too (against a server refusing
+  as Kimi does), for a client that drops reasoning and one that keeps `reasoning_content`.
+* Xiaomi MiMo (`xiaomi_mimo/`, `openai/` at its api_base): every tool-call message (MiMo
+  documents a 400 but not its text: the wire is asserted, no refusal imitated).
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from clients import complete, dropping_client
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.testing.refusals import kimi_reasoning_required
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 TOOL = {
@@ -49,15 +55,33 @@ def _tool_reply(reasoning: str, call_id: str) -> Reply:
     return Reply(message={"content": "", "reasoning_content": reasoning, "tool_calls": [call]})
 
 
-async def _send(how: str, model: str, base: str, messages: list[Any], stream: bool) -> Any:
-    message = await complete(how, model, base, messages, stream=stream, tools=[TOOL])
-    return dropping_client(message)
+def keeping_text_client(message: Any) -> dict[str, Any]:
+    """A client that keeps `reasoning_content` beside content and tool calls."""
+    out = dropping_client(message)
+    reasoning = getattr(message, "reasoning_content", None)
+    if reasoning:
+        out["reasoning_content"] = reasoning
+    return out
 
 
-async def _two_turns(how: str, provider: str, upstream: Upstream, stream: bool) -> list[Any]:
+CLIENTS = {"drops": dropping_client, "keeps": keeping_text_client}
+
+
+async def _two_turns(
+    how: str,
+    provider: str,
+    upstream: Upstream,
+    stream: bool,
+    *,
+    name: str | None = None,
+    client: str = "drops",
+    **extra: Any,
+) -> list[Any]:
     """Turn 1: a tool call, its result, an answer. Turn 2: a tool call and its result. Returns
-    the assistant messages of the last request as they reached the wire."""
-    model = f"{provider}-loop-{uuid.uuid4().hex[:8]}"
+    the assistant messages of the last request as they reached the wire. `name`: the model's
+    name before its unique suffix; `client`: what the client keeps (`CLIENTS`); `extra`: more
+    request parameters."""
+    model = f"{name or provider + '-loop'}-{uuid.uuid4().hex[:8]}"
     upstream.script(
         model,
         _tool_reply("R1 call", f"c1_{model}"),
@@ -66,14 +90,22 @@ async def _two_turns(how: str, provider: str, upstream: Upstream, stream: bool) 
         Reply(message={"content": "Answer two.", "reasoning_content": "R2 answer"}),
     )
     full = f"{provider}/{model}"
+    keep = CLIENTS[client]
+
+    async def send(history: list[Any]) -> dict[str, Any]:
+        message = await complete(
+            how, full, upstream.base_url, list(history), stream=stream, tools=[TOOL], **extra
+        )
+        return keep(message)
+
     history: list[Any] = [{"role": "user", "content": "Fix a.py."}]
-    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append(await send(history))
     history.append({"role": "tool", "tool_call_id": f"c1_{model}", "content": "x"})
-    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append(await send(history))
     history.append({"role": "user", "content": "Now b.py."})
-    history.append(await _send(how, full, upstream.base_url, list(history), stream))
+    history.append(await send(history))
     history.append({"role": "tool", "tool_call_id": f"c2_{model}", "content": "y"})
-    await _send(how, full, upstream.base_url, list(history), stream)
+    await send(history)
     bodies = upstream.bodies(model)
     assert len(bodies) == 4
     return [m for m in bodies[-1]["messages"] if m["role"] == "assistant"]
@@ -168,3 +200,74 @@ async def test_deepseek_through_an_openai_compatible_route_keeps_every_turn(
     sent = [m.get("reasoning_content") for m in wire if m["role"] == "assistant"]
     assert sent == ["turn 1 plan", "turn 1 answer"]
     assert callback.stats["stripped"] == 0
+
+
+@pytest.fixture(scope="module")
+def kimi() -> Iterator[Upstream]:
+    """Refuses a tool-call message without its `reasoning_content`, with Kimi's own text."""
+    with Upstream(refuse=[kimi_reasoning_required]) as up:
+        yield up
+
+
+two_paths = pytest.mark.parametrize("how", ["acompletion", "router.completion"])
+clients = pytest.mark.parametrize("client", sorted(CLIENTS))
+
+
+@two_paths
+@clients
+async def test_kimi_k2_7_code_gets_every_turns_reasoning(
+    how: str, client: str, kimi: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(how, "moonshot", kimi, False, name="kimi-k2.7-code", client=client)
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", "R1 answer", "R2 call"]
+    assert callback.stats["stripped"] == 0
+    assert callback.stats["errors"] == 0
+
+
+@two_paths
+@clients
+async def test_kimi_with_preserved_thinking_gets_every_turns_reasoning(
+    how: str, client: str, kimi: Upstream, callback: ReasoningCallback
+) -> None:
+    sent = await _two_turns(
+        how,
+        "moonshot",
+        kimi,
+        False,
+        name="kimi-k2.6",
+        client=client,
+        extra_body={"thinking": {"keep": "all"}},
+    )
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", "R1 answer", "R2 call"]
+
+
+@two_paths
+@clients
+async def test_kimi_without_preserved_thinking_keeps_its_tool_call_rule(
+    how: str, client: str, kimi: Upstream, callback: ReasoningCallback
+) -> None:
+    """The same K2.6 loop without `keep`: the tool-call messages only (a kept plain answer of
+    the earlier turn is stripped, as before)."""
+    sent = await _two_turns(how, "moonshot", kimi, False, name="kimi-k2.6", client=client)
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", None, "R2 call"]
+
+
+@two_paths
+@clients
+@pytest.mark.parametrize("provider", ["xiaomi_mimo", "openai"])
+async def test_mimo_gets_every_tool_call_messages_reasoning(
+    how: str, client: str, provider: str, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """LiteLLM's `xiaomi_mimo/` provider (which takes `tools` only for models its map knows,
+    or as `allowed_openai_params`), and the OpenAI-compatible route at MiMo's api_base."""
+    sent = await _two_turns(
+        how,
+        provider,
+        upstream,
+        False,
+        name="mimo-v2.5-pro",
+        client=client,
+        allowed_openai_params=["tools"],
+    )
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", None, "R2 call"]
+    assert callback.stats["errors"] == 0
