@@ -202,3 +202,19 @@ def thinking_default_in_model_map(provider: str | None, model: str | None) -> st
         if "thinking_always_on" in info or "thinking_on_by_default" in info:
             return "off"
     return None
+
+
+@functools.lru_cache(maxsize=4096)
+def reasoning_contexts_in_model_map(provider: str | None, model: str | None) -> tuple[str, ...]:
+    """The `reasoning.context` values LiteLLM's model map says `model` takes (its
+    `reasoning_contexts`; empty: it does not say, or the model takes none)."""
+    if not model:
+        return ()
+    for key in (f"{provider}/{model}", model):
+        info = litellm.model_cost.get(key)
+        if isinstance(info, dict) and info.get("litellm_provider"):
+            values = info.get("reasoning_contexts")
+            return (
+                tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
+            )
+    return ()

@@ -3,6 +3,7 @@ go back before the items they preceded (`wire.openai_responses.input_items`)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
@@ -10,7 +11,12 @@ from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.turns import without_turn
 from ..wire.openai_responses import input_items
-from ..wire.openai_responses.dialect import ask_for_encrypted_content
+from ..wire.openai_responses.dialect import (
+    ask_for_encrypted_content,
+    asked_reasoning_context,
+    policy_for_context,
+    say_reasoning_context,
+)
 from . import kwargs as read
 from .calls import Capture, RenderedFor, details_of, state_in
 
@@ -36,6 +42,11 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if bridged or target.dialect != "openai_responses":
             kwargs["input"] = without_turn(items)
             return kwargs
+        asked = asked_reasoning_context(kwargs)
+        policy = policy_for_context(target.policy, asked, target.operator_policy)
+        if policy is not target.policy:
+            why = f"{target.why}; the client asked for reasoning.context {asked}"
+            target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
         scope = engine.scope(kwargs)
         conversation = input_items.Conversation.of(scope, items)
@@ -61,6 +72,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         kwargs["input"] = rendered.items
         if target.policy is not TurnPolicy.NONE:
             ask_for_encrypted_content(kwargs, model)
+            say_reasoning_context(
+                kwargs, target.policy, read.reasoning_contexts_in_model_map(provider, model)
+            )
         engine.report.stats["restored"] += len(rendered.restored)
         engine.report.stats["dropped"] += len(rendered.dropped)
         engine.report.stats["over_budget"] += len(left_out)

@@ -274,6 +274,108 @@ async def test_native_current_turn_policy_leaves_earlier_turns_out(cb: Reasoning
     assert callback.stats["restored"] == 0
 
 
+GPT6 = "gpt-6-sol-contexts"
+"""A GPT-6 model as LiteLLM 1.110's map has `gpt-6-sol` (`reasoning_contexts` auto, current_turn,
+all_turns), registered under its own name so every LiteLLM line knows it the same way."""
+GPT5 = "gpt-5-contexts"
+"""A model that takes `auto` and `current_turn` only (LiteLLM's map for gpt-5 to 5.3)."""
+
+
+@pytest.fixture(scope="module", autouse=True)
+def registered_models() -> None:
+    for name, contexts in (
+        (GPT6, ["auto", "current_turn", "all_turns"]),
+        (GPT5, ["auto", "current_turn"]),
+    ):
+        litellm.register_model(
+            {
+                name: {
+                    "litellm_provider": "openai",
+                    "mode": "responses",
+                    "reasoning_contexts": contexts,
+                    "input_cost_per_token": 0.0,
+                    "output_cost_per_token": 0.0,
+                }
+            }
+        )
+
+
+async def _multi_turn(model: str, second: list[Json] | None = None, **extra: Any) -> list[Json]:
+    """The recorded two-turn conversation sent to `model` (its reply replayed), the second
+    request as a dropping client sends it (or `second`); the bodies that reached the wire."""
+    name = "openai_responses_multi_turn"
+    with replay(name) as wire:
+        first = script(name)["requests"][0]["body"]["input"]
+        later = second if second is not None else dropping_input(name, 1)
+        for k, items in enumerate((first, later)):
+            await native_call(
+                "async", native_kwargs(name, k, items, model=f"openai/{model}", **extra)
+            )
+    bodies: list[Json] = wire.bodies
+    return bodies
+
+
+@pytest.mark.parametrize(
+    ("settings", "context", "restored"),
+    [({}, "all_turns", True), ({"policies": {"gpt-6*": "current_turn"}}, "current_turn", False)],
+    ids=["default", "current_turn"],
+)
+async def test_gpt6_is_told_the_reasoning_context_the_policy_restores(
+    settings: Json, context: str, restored: bool
+) -> None:
+    """GPT-6 takes `reasoning.context`: a client that says nothing gets the value of what the
+    policy sends, so the model reads the earlier reasoning it is given (`auto` would leave it
+    to the model). The client's other `reasoning` fields stay."""
+    litellm.logging_callback_manager._reset_all_callbacks()
+    callback = ReasoningCallback(**settings)
+    litellm.callbacks = [callback]
+    try:
+        bodies = await _multi_turn(GPT6)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    name = "openai_responses_multi_turn"
+    assert bodies[1]["reasoning"] == {"effort": "high", "summary": "detailed", "context": context}
+    want = expected_input(name, 1, rs_ids=True) if restored else dropping_input(name, 1)
+    assert bodies[1]["input"] == want
+    assert bodies[1]["include"] == [ENCRYPTED]
+
+
+async def test_a_clients_reasoning_context_is_kept_and_narrows_what_is_restored(
+    cb: ReasoningCallback,
+) -> None:
+    """The client limits GPT-6 to the current turn's reasoning: its value goes as sent, and the
+    earlier turn's item is not restored (it would be paid for and not read)."""
+    asked = {"effort": "high", "summary": "detailed", "context": "current_turn"}
+    bodies = await _multi_turn(GPT6, reasoning=asked)
+    assert bodies[1]["reasoning"] == asked
+    assert bodies[1]["input"] == dropping_input("openai_responses_multi_turn", 1)
+    assert cb.stats["restored"] == 0
+
+
+async def test_a_model_that_does_not_take_the_value_is_not_sent_it(cb: ReasoningCallback) -> None:
+    """A model whose map entry takes `auto` and `current_turn` only: the default policy
+    (every turn) has no value it takes, so `reasoning` goes as the client sent it."""
+    bodies = await _multi_turn(GPT5)
+    assert bodies[1]["reasoning"] == {"effort": "high", "summary": "detailed"}
+    assert bodies[1]["input"] == expected_input("openai_responses_multi_turn", 1, rs_ids=True)
+
+
+async def test_reasoning_is_not_restored_into_a_changed_prefix(cb: ReasoningCallback) -> None:
+    """The client edited the first user message: the earlier reply's reasoning item answered
+    another conversation and is not restored into this one."""
+    edited = copy.deepcopy(dropping_input("openai_responses_multi_turn", 1))
+    first = edited[0]
+    first["content"] = (
+        first["content"] + " (edited)"
+        if isinstance(first["content"], str)
+        else [*first["content"], {"type": "input_text", "text": "(edited)"}]
+    )
+    bodies = await _multi_turn(GPT6, second=edited)
+    assert bodies[1]["input"] == edited
+    assert cb.stats["restored"] == 0
+    assert bodies[1]["reasoning"]["context"] == "all_turns"
+
+
 def _decisions(caplog: pytest.LogCaptureFixture) -> list[Json]:
     prefix = "litellm-reasoning decisions: "
     return [

@@ -26,9 +26,10 @@ signed or encrypted reasoning is left out. Pure: no LiteLLM, no I/O.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
+from ...core.policy import TurnPolicy
 from ...core.reasoning import Reasoning, ReasoningPart
 from .._base import BaseDialect, strip_reasoning
 
@@ -38,7 +39,7 @@ ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 RESPONSES_ISSUERS = frozenset({"openai"})
 """LiteLLM providers whose encrypted reasoning api.openai.com can read (Azure is its own issuer)."""
 
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-5|codex)", re.IGNORECASE)
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-([5-9]|\d\d)|codex)", re.IGNORECASE)
 """OpenAI reasoning models: only they accept `include: ["reasoning.encrypted_content"]`."""
 
 
@@ -72,6 +73,47 @@ def ask_for_encrypted_content(request: dict[str, Any], model: str) -> None:
         extra["include"] = with_encrypted_include(extra["include"])
     else:
         request["include"] = with_encrypted_include(request.get("include"))
+
+
+REASONING_CONTEXTS = {TurnPolicy.ALL_TURNS: "all_turns", TurnPolicy.CURRENT_TURN: "current_turn"}
+"""`reasoning.context` (GPT-5.4+ / GPT-6 Responses: `auto`, `current_turn`, `all_turns`) for the
+turn policies it can say: which earlier reasoning the model reads of what the input holds."""
+
+
+def asked_reasoning_context(request: dict[str, Any]) -> str | None:
+    """The `reasoning.context` the client asked for (top level or `extra_body`), if any."""
+    extra = request.get("extra_body")
+    for source in (request, extra if isinstance(extra, dict) else {}):
+        reasoning = source.get("reasoning")
+        if isinstance(reasoning, dict) and isinstance(reasoning.get("context"), str):
+            return str(reasoning["context"])
+    return None
+
+
+def policy_for_context(policy: TurnPolicy, asked: str | None, operator: bool) -> TurnPolicy:
+    """The policy of a request whose client asked for `reasoning.context` `asked`: a client that
+    limits the model to the current turn's reasoning gets only that turn's restored (earlier
+    items would be paid for and not read); an operator's explicit policy is never widened."""
+    if asked == "current_turn" and policy is TurnPolicy.ALL_TURNS:
+        return TurnPolicy.CURRENT_TURN
+    if asked == "all_turns" and not operator and policy is TurnPolicy.CURRENT_TURN:
+        return TurnPolicy.ALL_TURNS
+    return policy
+
+
+def say_reasoning_context(
+    request: dict[str, Any], policy: TurnPolicy, accepted: Sequence[str]
+) -> str | None:
+    """Set `reasoning.context` to what `policy` restores, where the model takes that value
+    (`accepted`: LiteLLM's model map `reasoning_contexts`) and the client said nothing: the
+    model then reads the earlier reasoning it is sent, no more (`auto` is the model's own
+    choice). The value set, or None."""
+    wanted = REASONING_CONTEXTS.get(policy)
+    if wanted is None or wanted not in accepted or asked_reasoning_context(request) is not None:
+        return None
+    reasoning = request.get("reasoning")
+    request["reasoning"] = {**(reasoning if isinstance(reasoning, dict) else {}), "context": wanted}
+    return wanted
 
 
 def encrypted_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
