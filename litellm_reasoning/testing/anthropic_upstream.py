@@ -160,6 +160,16 @@ def claude_refusal(body: dict[str, Any], issued: list[list[dict[str, Any]]]) -> 
     """Claude's validation of a request's thinking blocks, with the API's own error texts
     (shared notes, provider rules §1): None when it passes. `issued`: the content of every
     reply the server gave, to recognise its own blocks."""
+    thinking = body.get("thinking")
+    kind = thinking.get("type") if isinstance(thinking, dict) else None
+    if kind == "disabled" and str(body.get("model") or "").startswith(ALWAYS_THINKS):
+        # Opus 5.5 ("What's new in Claude Opus 5.5": thinking can't be disabled; the API
+        # refuses `enabled` with a budget the same way, not imitated: the tests' older LiteLLM
+        # lines send it)
+        return (
+            f'"thinking.type.{kind}" is not supported for this model. Use '
+            '"thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+        )
     messages = body.get("messages")
     if not isinstance(messages, list) or not _thinking_on(body):
         return None
