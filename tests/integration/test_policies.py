@@ -197,6 +197,11 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     ("anthropic", "claude-opus-5-5", True, False, "anthropic", "all_turns", "leading_run"),
     ("anthropic", "claude-sonnet-5-5", False, False, "anthropic", "all_turns", "leading_run"),
     ("anthropic", "claude-haiku-5-5", False, False, "anthropic", "all_turns", "leading_run"),
+    # Third-party Anthropic-compatible APIs behind an `anthropic/` deployment: their rules.
+    ("anthropic", "deepseek-v4-pro", True, False, "anthropic", "all_turns", "any"),
+    ("anthropic", "MiniMax-M3", False, False, "anthropic", "all_turns", "any"),
+    ("anthropic", "kimi-k2.6", True, False, "anthropic", "tool_calls_all_turns", "any"),
+    ("anthropic", "mimo-v2.5-pro", True, False, "anthropic", "tool_calls_all_turns", "any"),
     # §1 Opus 4.5+ / Sonnet 4.6+: earlier thinking preserved by default (cacheable input).
     ("anthropic", "claude-opus-4-5-20251101", True, False, "anthropic", "all_turns", "any"),
     ("anthropic", "claude-opus-4-6", False, False, "anthropic", "all_turns", "any"),

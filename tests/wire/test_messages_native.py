@@ -53,26 +53,34 @@ def callback() -> Iterator[ReasoningCallback]:
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
-async def _send(model: str, server: AnthropicUpstream, messages: list[Any]) -> Any:
+async def _send(
+    model: str, server: AnthropicUpstream, messages: list[Any], *, path: str = "", key: str = "k"
+) -> Any:
+    """One `/v1/messages` call; `path`: appended to the server's base URL (an `anthropic/`
+    deployment at DeepSeek's Anthropic-compatible API has `…/anthropic` as its api_base)."""
     return await litellm.anthropic.messages.acreate(
         model=model,
         messages=messages,
-        api_base=server.base_url,
-        api_key="k",
+        api_base=server.base_url + path,
+        api_key=key,
         max_tokens=2048,
         thinking=THINKING,
         tools=[TOOL],
     )
 
 
+@pytest.mark.parametrize("route", ["deepseek", "anthropic"])
 @pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
 async def test_deepseek_gets_its_blocks_back_on_every_turn(
-    callback: ReasoningCallback, keeps: bool
+    callback: ReasoningCallback, keeps: bool, route: str
 ) -> None:
     """A tool loop, a new user turn, another tool loop: DeepSeek V4 with tools needs every
     earlier tool-call message's block (all turns); a client that dropped them gets them back
-    exactly, a client that kept them sends what it got."""
-    model = f"deepseek-v4-pro-{keeps}"
+    exactly, a client that kept them sends what it got. Through LiteLLM's `deepseek/` and
+    through an `anthropic/` deployment whose api_base is DeepSeek's Anthropic-compatible API
+    (its blocks carry no Anthropic signature: that deployment is their issuer)."""
+    model = f"deepseek-v4-pro-{keeps}-{route}"
+    path = "/anthropic" if route == "anthropic" else ""
     first, second = _reply("a", None), _reply("b", None)
     with DeepSeekAnthropicUpstream() as deepseek:
         deepseek.script(
@@ -90,16 +98,16 @@ async def test_deepseek_gets_its_blocks_back_on_every_turn(
 
         messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
         messages += [
-            back(await _send(f"deepseek/{model}", deepseek, messages)),
+            back(await _send(f"{route}/{model}", deepseek, messages, path=path)),
             _result("call_a_1"),
         ]
-        messages.append(back(await _send(f"deepseek/{model}", deepseek, messages)))
+        messages.append(back(await _send(f"{route}/{model}", deepseek, messages, path=path)))
         messages.append({"role": "user", "content": "And b.py?"})
         messages += [
-            back(await _send(f"deepseek/{model}", deepseek, messages)),
+            back(await _send(f"{route}/{model}", deepseek, messages, path=path)),
             _result("call_b_1"),
         ]
-        final = await _send(f"deepseek/{model}", deepseek, messages)
+        final = await _send(f"{route}/{model}", deepseek, messages, path=path)
         wire = deepseek.bodies(model)[-1]["messages"]
         paths = {r.path for r in deepseek.received}
     assert paths == {"/anthropic/v1/messages"}  # LiteLLM's native route, not its chat adapter
@@ -159,3 +167,29 @@ async def test_claude_blocks_never_reach_deepseek(callback: ReasoningCallback) -
         wire = deepseek.bodies("deepseek-v4-pro-x")[-1]["messages"]
     assert wire[1]["content"] == dropped
     assert callback.stats["restored"] == 0
+
+
+async def test_a_third_party_deployments_blocks_never_reach_claude(
+    callback: ReasoningCallback,
+) -> None:
+    """Blocks an `anthropic/` deployment at DeepSeek issued (unsigned) stay with it: the same
+    conversation sent on to Claude (another deployment of the same provider) gets none of
+    them, and Claude refuses nothing."""
+    first = _reply("d", None)
+    with AnthropicUpstream(strict=True) as claude, DeepSeekAnthropicUpstream() as deepseek:
+        deepseek.script("deepseek-v4-pro-on", AnthropicReply(first))
+        deepseek.always("deepseek-v4-pro-on", AnthropicReply([{"type": "text", "text": "d."}]))
+        claude.always("claude-sonnet-4-5", AnthropicReply([{"type": "text", "text": "ok"}]))
+        messages: list[Any] = [{"role": "user", "content": "What is in d.py?"}]
+        model = "anthropic/deepseek-v4-pro-on"
+        reply = await _send(model, deepseek, messages, path="/anthropic")
+        dropped = [b for b in reply["content"] if b["type"] != "thinking"]
+        messages += [{"role": "assistant", "content": dropped}, _result("call_d_1")]
+        messages.append(await _send(model, deepseek, messages, path="/anthropic"))
+        messages[-1] = {"role": "assistant", "content": messages[-1]["content"]}
+        messages.append({"role": "user", "content": "Thanks. Now c.py?"})
+        await _send("anthropic/claude-sonnet-4-5", claude, messages, key="claude-key")
+        wire = claude.bodies("claude-sonnet-4-5")[-1]["messages"]
+    assert deepseek.refusals == [] and claude.refusals == []
+    assert wire[1]["content"] == dropped
+    assert callback.stats["restored"] == 1  # DeepSeek's own loop, on DeepSeek only

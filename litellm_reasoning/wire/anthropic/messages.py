@@ -28,7 +28,14 @@ from ...core.policy import TurnPolicy, leading_run_violations, over_budget
 from ...core.reasoning import Reasoning
 from ...core.turns import starts_turn
 from ...core.usage import PromptCache, token_count
-from .dialect import apply_layout, block_identity, layout_of_blocks, same_blocks, thinking_blocks
+from .dialect import (
+    apply_layout,
+    block_identity,
+    layout_of_blocks,
+    same_blocks,
+    signed_parts,
+    thinking_blocks,
+)
 
 EMPTY = hashlib.blake2b(b"", digest_size=16, person=b"lr-msgs").hexdigest()
 
@@ -200,6 +207,19 @@ mode must be passed back to the API."); MiniMax asks for its reply back unmodifi
 def takes_blocks_as_issued(provider: str | None) -> bool:
     """Whether `provider`'s native Messages API takes its own thinking blocks back verbatim."""
     return provider in AS_ISSUED_PROVIDERS
+
+
+def issued_unsigned(record: Reasoning, provider: str | None, origin: str) -> bool:
+    """Whether `record` holds thinking blocks without a signature that the deployment `origin`
+    of `provider` issued: an `anthropic/` deployment at a third-party Anthropic-compatible API
+    (DeepSeek, Kimi, MiniMax, MiMo; Anthropic signs every thinking block it issues). Such a
+    deployment is the blocks' issuer: they go back to it as it issued them, and to no other."""
+    return (
+        record.provider == provider
+        and record.origin == origin
+        and not signed_parts(record)
+        and any(part.kind == "thinking" for part in record.parts)
+    )
 
 
 def issued_by(record: Reasoning, provider: str | None) -> bool:
