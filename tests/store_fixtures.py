@@ -78,7 +78,9 @@ def free_port() -> int:
 class OwnRedis:
     """A private `redis-server` (no persistence) that a test may kill, freeze and restart."""
 
-    def __init__(self, workdir: Path, *extra: str, port: int | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *extra: str, port: int | None = None, persist: bool = False
+    ) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
             unavailable("no redis-server binary to start a private Redis")
@@ -87,6 +89,8 @@ class OwnRedis:
         self.port = port or free_port()
         self.extra = list(extra)
         """More `redis-server` arguments (cluster mode, a sentinel config file first)."""
+        self.persist = persist
+        """Keep every write on disk (AOF, fsync always): a restart comes back with its data."""
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -101,7 +105,8 @@ class OwnRedis:
                 "--port", str(self.port),
                 "--bind", "127.0.0.1",
                 "--save", "",
-                "--appendonly", "no",
+                "--appendonly", "yes" if self.persist else "no",
+                "--appendfsync", "always",
                 "--dir", str(self.workdir),
             ],
             stdout=subprocess.DEVNULL,
@@ -258,13 +263,17 @@ class OwnSentinel:
 
     service = "lr-primary"
 
-    def __init__(self, workdir: Path) -> None:
+    def __init__(self, workdir: Path, *, persistent_replica: bool = False) -> None:
         self.workdir = workdir
         (workdir / "primary").mkdir(parents=True, exist_ok=True)
         (workdir / "replica").mkdir(parents=True, exist_ok=True)
         self.primary = OwnRedis(workdir / "primary")
         self.replica = OwnRedis(
-            workdir / "replica", "--replicaof", "127.0.0.1", str(self.primary.port)
+            workdir / "replica",
+            "--replicaof",
+            "127.0.0.1",
+            str(self.primary.port),
+            persist=persistent_replica,
         )
         self.port = free_port()
         self.process: subprocess.Popen[bytes] | None = None

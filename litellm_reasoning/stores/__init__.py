@@ -9,7 +9,9 @@
   read round trip brings, default 1 MiB); other query options go to redis-py;
 * `redis+cluster://[:password@]host:port,host:port/` (`rediss+cluster://`): Redis Cluster,
   Valkey, ElastiCache / MemoryStore in cluster mode, from any startup nodes;
-* `redis+sentinel://[:password@]host:port,host:port/service[/db]`: the primary Sentinel names;
+* `redis+sentinel://[:password@]host:port,host:port/service[/db]`: the primary Sentinel names
+  (`&wait_replicas=1&wait_seconds=0.1`: each write confirmed by that many replicas within that
+  time, else kept and written again: a failover loses no record; `wait_replicas=0`: off);
 * `litellm://`: the Redis LiteLLM itself is configured with, from the environment variables its
   cache and router read (`REDIS_CLUSTER_NODES`, `REDIS_SENTINEL_NODES` + `REDIS_SERVICE_NAME`,
   `REDIS_URL`, or `REDIS_HOST` / `REDIS_PORT` / `REDIS_USERNAME` / `REDIS_PASSWORD` /
@@ -61,7 +63,15 @@ _OPTIONS = {
     "sqlite": _COMMON | _WRAPPER | {"max_records", "max_bytes", "timeout", "required_timeout"},
     "redis": _COMMON
     | _WRAPPER
-    | {"max_records", "timeout", "required_timeout", "prefix", "read_bytes"},
+    | {
+        "max_records",
+        "timeout",
+        "required_timeout",
+        "prefix",
+        "read_bytes",
+        "wait_replicas",
+        "wait_seconds",
+    },
 }
 
 
@@ -172,6 +182,14 @@ def _number(options: dict[str, str], name: str, default: float) -> float:
     return value
 
 
+def _replicas(options: dict[str, str]) -> int:
+    """`wait_replicas` (0 turns Sentinel's `WAIT` off)."""
+    value = options.get("wait_replicas", "1")
+    if not value.isdigit():
+        raise ValueError(f"reasoning store option wait_replicas={value!r} is not a count")
+    return int(value)
+
+
 def _common(options: dict[str, str]) -> dict[str, Any]:
     return {
         "ttl_seconds": _number(options, "ttl", DEFAULT_TTL_SECONDS),
@@ -224,6 +242,8 @@ def open_backend(url: str) -> ReasoningStore:
         timeout=_number(options, "timeout", 0.2),
         required_timeout=_number(options, "required_timeout", 2.0),
         read_bytes=int(_number(options, "read_bytes", DEFAULT_READ_BYTES)),
+        wait_replicas=_replicas(options),
+        wait_seconds=_number(options, "wait_seconds", 0.1),
         **common,
     )
 
@@ -240,9 +260,11 @@ def check_store_url(url: str) -> None:
         "local_records",
         "retry",
         "read_bytes",
+        "wait_seconds",
     ):
         if name in options:
             _number(options, name, 1)
+    _replicas(options)
     if kind == "sqlite" and not (parsed.netloc + parsed.path).lstrip("/"):
         raise ValueError(f"reasoning store URL {url!r} names no file: sqlite:///path/file.db")
 

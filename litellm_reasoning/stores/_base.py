@@ -129,12 +129,27 @@ class StoreUnsupported(NotImplementedError):
     """The backend cannot do this (e.g. inspect a `memory://` store from another process)."""
 
 
+class NotReplicated(Exception):
+    """A write the backend took but could not confirm on a replica in time (Redis Sentinel's
+    `WAIT`): a failover now would lose it, so the caller keeps the records to write again."""
+
+    def __init__(self, message: str, primary: Any) -> None:
+        super().__init__(message)
+        self.primary = primary
+        """Where the write went (`ReasoningStore.primary`)."""
+
+
 class ReasoningStore(ABC):
     """Where captured reasoning waits for the next request of its conversation."""
 
     persistent: bool = False
     """Outlives the process and may be shared with other processes, maybe of another release
     (which then also needs records under the keys it knows: `identity.previous_tool_call_keys`)."""
+
+    report_unreplicated: bool = False
+    """Raise `NotReplicated` after a write no replica confirmed (the records are stored): set
+    by a caller that keeps such records to write them again (`ResilientStore`); a bare store's
+    writes keep the plain contract."""
 
     @abstractmethod
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
@@ -154,6 +169,12 @@ class ReasoningStore(ABC):
         """`put_many` for records the next request cannot go without: a backend may wait
         longer for this write (Redis' `required_timeout`, SQLite's lock wait)."""
         self.put_many(scope, records)
+
+    def primary(self) -> Any:
+        """Where writes go now, for a backend whose primary can change under it (Redis
+        Sentinel: the primary's address); None otherwise. A write `NotReplicated` on one
+        primary is written again once this names another."""
+        return None
 
     def is_slow(self, exc: BaseException) -> bool:
         """Whether `exc` only says that the backend answered too late (its own I/O deadline,

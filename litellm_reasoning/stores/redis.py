@@ -30,6 +30,12 @@ uses is bounded by the server's `maxmemory`. Redis' eviction policies evict acro
 the reply to a read the request cannot go without) and redis-py's own retries are off:
 `ResilientStore` decides what happens next.
 
+Behind Sentinel a write is followed by `WAIT` for `wait_replicas` replicas (default 1, at most
+`wait_seconds`, default 0.1 s, URL options): replication is asynchronous, and a write only the
+primary held is gone once Sentinel promotes a replica. A write no replica confirmed raises
+`NotReplicated`; `ResilientStore` keeps its records and writes them again, so after a failover
+they reach the new primary.
+
 Deadlines are socket timeouts, counted by the kernel on this store's own connection: the async
 methods run the blocking client on a small thread pool of this store's, so an event loop busy
 with other requests (a saturated proxy worker) never makes a healthy Redis look late, as an
@@ -53,6 +59,7 @@ from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
+    NotReplicated,
     ReasoningStore,
     StoredRecord,
     TenantStats,
@@ -193,6 +200,8 @@ class RedisStore(ReasoningStore):
         timeout: float = 0.2,
         required_timeout: float = 2.0,
         read_bytes: int = DEFAULT_READ_BYTES,
+        wait_replicas: int = 1,
+        wait_seconds: float = 0.1,
         clock: Callable[[], float] = time.time,
     ) -> None:
         if _import_error is not None:
@@ -209,6 +218,9 @@ class RedisStore(ReasoningStore):
         self.required_timeout = max(required_timeout, timeout)
         self.read_bytes = max(1, read_bytes)
         """The bytes of records one read round trip brings (then it asks for the rest)."""
+        self.wait_replicas = max(0, wait_replicas)
+        """Behind Sentinel: replicas a write must reach before it counts as kept (`WAIT`)."""
+        self.wait_ms = max(1, round(wait_seconds * 1000))
         self._clock = clock
         self._options: dict[str, Any] = {
             "socket_timeout": timeout,
@@ -365,11 +377,37 @@ class RedisStore(ReasoningStore):
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
-            self._sync_put(**call)
+            self._write(self._sync, self._sync_put, call)
 
     def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
-            self._patient_client()[1](**call)
+            client, script, _ = self._patient_client()
+            self._write(client, script, call)
+
+    def _write(self, client: Any, script: Any, call: dict[str, Any]) -> None:
+        """The write script; behind Sentinel followed, on the same connection, by `WAIT` for
+        `wait_replicas` replicas (at most `wait_ms`): a write only the primary holds is lost
+        when Sentinel promotes a replica, so one no replica confirmed raises `NotReplicated`
+        (the caller keeps the records and writes them again, to whichever primary is then)."""
+        if self.mode != "sentinel" or self.wait_replicas <= 0 or not self.report_unreplicated:
+            script(**call)
+            return
+        pipe = client.pipeline(transaction=False)
+        script(**call, client=pipe)
+        pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
+        acknowledged = int(pipe.execute()[-1])
+        if acknowledged < self.wait_replicas and self.report_unreplicated:
+            raise NotReplicated(
+                f"{acknowledged} of {self.wait_replicas} replicas confirmed the write",
+                self.primary(),
+            )
+
+    def primary(self) -> Any:
+        """Behind Sentinel, the primary's address as redis-py last found it (it asks Sentinel
+        again whenever a connection to the old one fails)."""
+        if self.mode != "sentinel":
+            return None
+        return getattr(self._sync.connection_pool, "master_address", None)
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         await self._off_loop(lambda: self.put_many(scope, records))

@@ -18,6 +18,9 @@ every call still returns, within the backend's own timeout, and never raises:
   written through (oldest first, in chunks, stopping at the first failure);
 * while up, the backend is authoritative: the local layer only answers for records that are
   still pending (so `litellm-reasoning store purge` is not undone by a replica's memory);
+* a write the backend took but no replica confirmed (`NotReplicated`: Redis Sentinel's `WAIT`)
+  is remembered with the primary that took it; when another primary takes over before a later
+  write on the same one confirms it, it is written again (a failover loses no record);
 * a *required* read (`get_required`: records the provider refuses the request without) may wait
   for the backend's longer deadline; while the store is down it is answered at once like any
   other read.
@@ -37,7 +40,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.reasoning import Reasoning
-from ._base import LocalAnswer, ReasoningStore, StoredRecord, TenantStats
+from ._base import LocalAnswer, NotReplicated, ReasoningStore, StoredRecord, TenantStats
 from .memory import MemoryStore
 
 logger = logging.getLogger("litellm_reasoning")
@@ -58,6 +61,7 @@ class ResilientStore(ReasoningStore):
         name: str | None = None,
     ) -> None:
         self.backend = backend
+        backend.report_unreplicated = True  # this layer writes such records again
         self.persistent = backend.persistent
         self.local = local if local is not None else MemoryStore(max_records=10_000)
         self.retry_seconds = retry_seconds
@@ -81,6 +85,8 @@ class ResilientStore(ReasoningStore):
         """"read"/"write" -> slow answers since that kind's last success."""
         self._flush_at = 0.0
         """While up: when pending records (kept after a slow write) may next be written."""
+        self._unconfirmed: OrderedDict[tuple[str, str], Any] = OrderedDict()
+        """(scope, key) -> the primary that took a write no replica confirmed (`NotReplicated`)."""
 
     @property
     def available(self) -> bool:
@@ -147,7 +153,9 @@ class ResilientStore(ReasoningStore):
     def _succeeded(self, kind: str) -> bool:
         """After a backend call worked. True when this call must write the pending records
         through: the store only counts as available again once they are all written (while
-        up, records kept after a slow write are tried again once per `retry_seconds`)."""
+        up, records kept after a slow write are tried again once per `retry_seconds`; records
+        a former primary held unconfirmed, at once)."""
+        self._after_failover()
         with self._lock:
             self._slow_in_a_row[kind] = 0
             if self._flushing:
@@ -283,7 +291,10 @@ class ResilientStore(ReasoningStore):
                 self.backend.delete_many(scope, keys)
                 self._deleted(scope, marks)
             for scope, records, marks in self._batches():
-                self.backend.put_many(scope, records)
+                try:
+                    self.backend.put_many(scope, records)
+                except NotReplicated as exc:
+                    self._unconfirmed_write(scope, records, exc)
                 written += self._flushed(scope, records, marks)
         except Exception as exc:
             self._flush_ended(written, exc)
@@ -335,6 +346,8 @@ class ResilientStore(ReasoningStore):
                 self.backend.put_required(scope, records)
             else:
                 self.backend.put_many(scope, records)
+        except NotReplicated as exc:
+            self._unconfirmed_write(scope, records, exc)
         except Exception as exc:
             # Held before the outage is declared: a read on another thread that succeeds in
             # between must find them pending (and write them through), not call the store
@@ -342,9 +355,65 @@ class ResilientStore(ReasoningStore):
             self._hold(scope, list(records))
             self._failed(exc, "writing")
             return
+        else:
+            self._replicas_caught_up()
         self._release(scope, list(records), None)
         if self._succeeded("write"):
             self._flush()
+
+    # ------------------------------------------------------------------ replicas
+
+    def _unconfirmed_write(
+        self, scope: str, records: Mapping[str, Reasoning], exc: NotReplicated
+    ) -> None:
+        """The backend took the write but no replica confirmed it in time: the records are
+        remembered with the primary that holds them (kept in the local layer), so they are
+        written again if another primary takes over before a later write confirms them."""
+        self.stats["unreplicated"] += len(records)
+        with self._lock:
+            for key in records:
+                self._unconfirmed[(scope, key)] = exc.primary
+                self._unconfirmed.move_to_end((scope, key))
+            while len(self._unconfirmed) > self.local.max_records:
+                self._unconfirmed.popitem(last=False)
+
+    def _replicas_caught_up(self) -> None:
+        """A write on the current primary was confirmed: replication is one ordered stream,
+        so every earlier write to it was too."""
+        if not self._unconfirmed:
+            return
+        primary = self.backend.primary()
+        with self._lock:
+            for entry in [e for e, p in self._unconfirmed.items() if p == primary]:
+                del self._unconfirmed[entry]
+
+    def _after_failover(self) -> bool:
+        """Records written unconfirmed to a primary that is not the primary any more: owed
+        again (written through with the pending records, now). True when there are any."""
+        if not self._unconfirmed:
+            return False
+        primary = self.backend.primary()
+        with self._lock:
+            lost = [entry for entry, p in self._unconfirmed.items() if p != primary]
+            for entry in lost:
+                del self._unconfirmed[entry]
+        if not lost:
+            return False
+        self.stats["rewritten_after_failover"] += len(lost)
+        by_scope: defaultdict[str, list[str]] = defaultdict(list)
+        for scope, key in lost:
+            by_scope[scope].append(key)
+        for scope, keys in by_scope.items():
+            self._owe(self._pending, self._deletes, scope, keys)
+        with self._lock:
+            self._flush_at = 0.0
+        logger.warning(
+            "litellm-reasoning: the store %s has a new primary; %d record(s) no replica had "
+            "confirmed are written again",
+            self.name,
+            len(lost),
+        )
+        return True
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         self.local.delete_many(scope, keys)
@@ -372,7 +441,10 @@ class ResilientStore(ReasoningStore):
                 await self.backend.adelete_many(scope, keys)
                 self._deleted(scope, marks)
             for scope, records, marks in self._batches():
-                await self.backend.aput_many(scope, records)
+                try:
+                    await self.backend.aput_many(scope, records)
+                except NotReplicated as exc:
+                    self._unconfirmed_write(scope, records, exc)
                 written += self._flushed(scope, records, marks)
         except Exception as exc:
             self._flush_ended(written, exc)
@@ -425,6 +497,8 @@ class ResilientStore(ReasoningStore):
                 await self.backend.aput_required(scope, records)
             else:
                 await self.backend.aput_many(scope, records)
+        except NotReplicated as exc:
+            self._unconfirmed_write(scope, records, exc)
         except Exception as exc:
             # Held before the outage is declared: a read on another thread that succeeds in
             # between must find them pending (and write them through), not call the store
@@ -436,6 +510,8 @@ class ResilientStore(ReasoningStore):
                 f"{time.monotonic() - started:.2f} s",
             )
             return
+        else:
+            self._replicas_caught_up()
         self._release(scope, list(records), None)
         if self._succeeded("write"):
             await self._aflush()

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,6 +17,7 @@ import redis
 from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.stores import litellm_redis_url, open_backend, store_from_url
 from litellm_reasoning.stores.redis import RedisStore
+from litellm_reasoning.stores.resilient import ResilientStore
 
 if TYPE_CHECKING:
     from store_fixtures import OwnCluster, OwnSentinel
@@ -129,6 +131,61 @@ def test_sentinel_fails_over_without_failing_a_call(redis_sentinel: OwnSentinel)
         time.sleep(0.3)
     assert set(found) == {"after", "during"}
     store.close()
+
+
+def test_a_write_no_replica_confirmed_survives_the_failover(tmp_path: Path) -> None:
+    """The replica is down when a record is written: the primary takes it, no replica has it
+    (`WAIT` confirms none). The primary dies; Sentinel promotes the replica, back from its own
+    disk without that record. The store writes it again to the new primary: a fresh process's
+    store finds it. (Without the confirmation the record is gone: a Kimi loop's next step on
+    another worker would be refused.)"""
+    from store_fixtures import OwnSentinel
+
+    sentinel = OwnSentinel(tmp_path, persistent_replica=True)
+    sentinel.start()
+    prefix = _prefix()
+    store = store_from_url(f"{sentinel.url}?prefix={prefix}&timeout=0.5&retry=0.2")
+    assert isinstance(store, ResilientStore)
+    try:
+        deadline = time.monotonic() + 30  # the replica's first sync
+        with redis.Redis(port=sentinel.replica.port) as replica:
+            while replica.info("replication").get("master_link_status") != "up":
+                assert time.monotonic() < deadline, "the replica never synced"
+                time.sleep(0.1)
+        store.put_many("tenant", {"before": _record("confirmed by the replica")})
+        assert store.stats["unreplicated"] == 0
+        sentinel.replica.kill()
+        store.put_many("tenant", {"during": _record("taken by the primary alone")})
+        sentinel.primary.kill()
+        sentinel.replica.start()  # its AOF: "before", not "during"
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if sentinel.primary_port() == sentinel.replica.port:
+                    break
+            except redis.RedisError:
+                pass
+            time.sleep(0.2)
+        assert sentinel.primary_port() == sentinel.replica.port, "Sentinel did not fail over"
+        found: dict[str, Reasoning] = {}
+        deadline = time.monotonic() + 30
+        while not found and time.monotonic() < deadline:
+            store.get_many("tenant", ["before"])  # a call that reaches the new primary
+            fresh = open_backend(f"{sentinel.url}?prefix={prefix}&timeout=2")
+            try:
+                found = fresh.get_many("tenant", ["during"])
+            except redis.RedisError:
+                found = {}
+            finally:
+                fresh.close()
+            time.sleep(0.2)
+        assert found == {"during": _record("taken by the primary alone")}
+        # Unconfirmed on the old primary, and again on the new one (no replica is left).
+        assert store.stats["unreplicated"] == 2
+        assert store.stats["rewritten_after_failover"] == 1
+    finally:
+        store.close()
+        sentinel.stop()
 
 
 @pytest.mark.parametrize(

@@ -451,6 +451,12 @@ def test_url_options(tmp_path: Path) -> None:
     assert isinstance(redis_store.backend, RedisStore)
     assert redis_store.backend.prefix == "p:" and redis_store.backend.max_records == 4
     assert redis_store.name == "redis://127.0.0.1:1/2"
+    # Sentinel's write confirmation: one replica within 0.1 s by default, 0 turns it off.
+    assert (redis_store.backend.wait_replicas, redis_store.backend.wait_ms) == (1, 100)
+    waiting = open_backend("redis://127.0.0.1:1/2?wait_replicas=0&wait_seconds=0.5")
+    assert (waiting.wait_replicas, waiting.wait_ms) == (0, 500)  # type: ignore[attr-defined]
+    with pytest.raises(ValueError, match="not a count"):
+        store_from_url("redis://127.0.0.1:1/2?wait_replicas=-1")
     with pytest.raises(ValueError, match="unknown option"):
         store_from_url(f"sqlite:///{tmp_path}/a.db?tll=5")
     with pytest.raises(ValueError, match="positive"):
