@@ -49,10 +49,16 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         origin = read.origin(kwargs, provider)
         digests = anthropic_messages.prefix_digests(cleaned)
         start = current_turn_start(messages)
+        compacted = anthropic_messages.compaction_index(cleaned)
+        if compacted is not None:
+            start = min(start, compacted)  # the kept turns go back whole, as the current one
         system = anthropic_messages.system_digest(kwargs.get("system"))
         wanted, reorderable = anthropic_messages.wanted(
             scope, cleaned, target.policy, start, digests, system
         )
+        if compacted is not None:  # nothing before the compaction block is read by the API
+            wanted = {i: key for i, key in wanted.items() if i > compacted}
+            reorderable = {i: key for i, key in reorderable.items() if i > compacted}
         asked = {**wanted, **reorderable}
         previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
         before = {i: digests[i] for i in asked}

@@ -423,3 +423,77 @@ async def test_the_replys_prompt_cache_is_counted(
         callback.stats["cache_write_tokens"],
         callback.stats["uncached_prompt_tokens"],
     ) == (4000, 80, 12)
+
+
+@pytest.mark.parametrize("keeps", [False, True], ids=["drops", "keeps"])
+async def test_after_a_compaction_block_kept_turns_go_back_whole_and_nothing_before(
+    keeps: bool,
+) -> None:
+    """`compact-2026-09-04`: the API reads nothing before the compaction block, and checks the
+    thinking of the turns kept after it against the compacted conversation. So the earlier
+    exchange's block is not restored (all_turns would restore it), and the kept turns' blocks
+    all go (restored for a client that dropped them, left as a keeping client sent them), where
+    the budget would cut them as earlier turns of an uncompacted conversation."""
+    callback = register(ReasoningCallback(capture_wait_seconds=10.0, max_reasoning_tokens=5))
+    model = f"claude-opus-4-6-compaction-{keeps}"
+    old = [
+        {"type": "thinking", "thinking": "An old thought, summarised away.", "signature": SIG},
+        {"type": "text", "text": "Old answer."},
+    ]
+    loop = [
+        {"type": "thinking", "thinking": "After the summary: read a.py.", "signature": SIG + "2"},
+        {"type": "tool_use", "id": "toolu_kept_1", "name": "read_file", "input": {"path": "a"}},
+    ]
+    answer = [
+        {"type": "thinking", "thinking": "a.py holds x.", "signature": SIG + "3"},
+        {"type": "text", "text": "It holds x."},
+    ]
+    compaction = {"type": "compaction", "content": "Summary of the old exchange."}
+    try:
+        with AnthropicUpstream(strict=True) as claude:
+            claude.script(model, *(AnthropicReply(c) for c in (old, loop, answer)))
+            claude.always(model, AnthropicReply([{"type": "text", "text": "b.py holds y."}]))
+            params = _params(model, claude.base_url)
+
+            def back(reply: Any) -> dict[str, Any]:
+                content = reply["content"]
+                kept = content if keeps else [b for b in content if b["type"] != "thinking"]
+                return {"role": "assistant", "content": kept}
+
+            messages: list[Any] = [{"role": "user", "content": "An old question."}]
+            messages.append(
+                back(await litellm.anthropic.messages.acreate(messages=messages, **params))
+            )
+            messages += [
+                {"role": "user", "content": "Compact, then: what is in a.py?"},
+                {"role": "assistant", "content": [compaction]},
+                {"role": "user", "content": "What is in a.py?"},
+            ]
+            messages.append(
+                back(await litellm.anthropic.messages.acreate(messages=messages, **params))
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_kept_1", "content": "x"}
+                    ],
+                }
+            )
+            messages.append(
+                back(await litellm.anthropic.messages.acreate(messages=messages, **params))
+            )
+            messages.append({"role": "user", "content": "And b.py?"})
+            await litellm.anthropic.messages.acreate(messages=messages, **params)
+            wire = claude.bodies(model)[-1]["messages"]
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert claude.refusals == []
+    # Before the compaction block: never restored; a kept block the budget may take (the API
+    # does not read it).
+    assert wire[1]["content"] == [old[1]]
+    assert wire[3]["content"] == [compaction]
+    assert wire[5]["content"] == loop  # the kept turns, whole
+    assert wire[7]["content"] == answer
+    # The old block, cut in each of the three requests after it (a keeping client sent it).
+    assert callback.stats["over_budget"] == (3 if keeps else 0)

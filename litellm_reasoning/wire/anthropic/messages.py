@@ -209,6 +209,28 @@ def takes_blocks_as_issued(provider: str | None) -> bool:
     return provider in AS_ISSUED_PROVIDERS
 
 
+COMPACTION = "compaction"
+"""The block a compaction (`compact-2026-09-04`) leaves in an assistant message: it stands for
+every message before it, which the API no longer reads."""
+
+
+def compaction_index(messages: Sequence[Any]) -> int | None:
+    """The last assistant message holding a compaction block (None: no compaction). Nothing
+    before it is restored; the turns kept after it go back unchanged, as the current turn's do:
+    the API checks their thinking against the compacted conversation ("Compaction and preserved
+    thinking"), so neither the policy nor the budget may take any of it."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if not isinstance(message, Mapping) or message.get("role") != "assistant":
+            continue
+        content = message.get("content")
+        if isinstance(content, list) and any(
+            isinstance(block, Mapping) and block.get("type") == COMPACTION for block in content
+        ):
+            return index
+    return None
+
+
 def issued_unsigned(record: Reasoning, provider: str | None, origin: str) -> bool:
     """Whether `record` holds thinking blocks without a signature that the deployment `origin`
     of `provider` issued: an `anthropic/` deployment at a third-party Anthropic-compatible API
