@@ -271,3 +271,42 @@ async def test_mimo_gets_every_tool_call_messages_reasoning(
     )
     assert [m.get("reasoning_content") for m in sent] == ["R1 call", None, "R2 call"]
     assert callback.stats["errors"] == 0
+
+
+@two_paths
+async def test_a_history_cut_at_its_head_keeps_its_tool_call_reasoning(
+    how: str, kimi: Upstream, callback: ReasoningCallback
+) -> None:
+    """A coding agent drops the head of a long history (the first turn) and goes on: the
+    messages it kept are the same tool calls after the same user message, so Kimi's tool-call
+    message gets its reasoning back and Kimi refuses nothing (a tool-call message's key is its
+    calls, the user message it follows and the system prompt, not the whole prefix)."""
+    model = f"kimi-k2.6-head-{uuid.uuid4().hex[:8]}"
+    kimi.script(
+        model,
+        _tool_reply("R1 call", f"c1_{model}"),
+        Reply(message={"content": "Answer one.", "reasoning_content": "R1 answer"}),
+        _tool_reply("R2 call", f"c2_{model}"),
+        Reply(message={"content": "Answer two.", "reasoning_content": "R2 answer"}),
+    )
+    full = f"moonshot/{model}"
+    system = {"role": "system", "content": "You are a coding agent."}
+
+    async def send(history: list[Any]) -> dict[str, Any]:
+        message = await complete(
+            how, full, kimi.base_url, list(history), stream=False, tools=[TOOL]
+        )
+        return dropping_client(message)
+
+    history: list[Any] = [system, {"role": "user", "content": "Fix a.py."}]
+    history.append(await send(history))
+    history.append({"role": "tool", "tool_call_id": f"c1_{model}", "content": "x"})
+    history.append(await send(history))
+    history.append({"role": "user", "content": "Now b.py."})
+    history.append(await send(history))
+    history.append({"role": "tool", "tool_call_id": f"c2_{model}", "content": "y"})
+    cut = [system, *history[5:]]  # the first turn gone
+    await send(cut)
+    sent = [m for m in kimi.bodies(model)[-1]["messages"] if m["role"] == "assistant"]
+    assert [m.get("reasoning_content") for m in sent] == ["R2 call"]
+    assert len(kimi.bodies(model)) == 4
