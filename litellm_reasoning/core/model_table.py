@@ -30,6 +30,9 @@ class ProviderRule:
     """Where the rule comes from (provider docs, an issue showing the error)."""
     models: str | None = None
     """A regular expression the model must contain for the row to apply."""
+    api_bases: str | None = None
+    """A regular expression the deployment's api_base must contain for the row to apply (an
+    endpoint with rules of its own: Z.ai's Coding Plan keeps earlier thinking by default)."""
     policy_with_tools: TurnPolicy | None = None
     """A different policy when the request carries `tools`."""
     dialect_with_tools: str | None = None
@@ -43,9 +46,11 @@ class ProviderRule:
     says), or `leading_run` (only the oldest blocks, as one leading run: the provider binds
     each block to everything before it, so removing any other invalidates every later one)."""
 
-    def applies_to(self, provider: str, model: str) -> bool:
-        return provider == self.provider and (
-            self.models is None or re.search(self.models, model) is not None
+    def applies_to(self, provider: str, model: str, api_base: str | None = None) -> bool:
+        return (
+            provider == self.provider
+            and (self.models is None or re.search(self.models, model) is not None)
+            and (self.api_bases is None or re.search(self.api_bases, api_base or "") is not None)
         )
 
 
@@ -53,6 +58,7 @@ _ROW_KEYS = frozenset(
     {
         "provider",
         "models",
+        "api_bases",
         "dialect",
         "policy",
         "with_tools",
@@ -82,6 +88,7 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
         why=raw["why"],
         source=raw.get("source", ""),
         models=raw.get("models"),
+        api_bases=raw.get("api_bases"),
         policy_with_tools=TurnPolicy(with_tools["policy"]) if "policy" in with_tools else None,
         dialect_with_tools=with_tools.get("dialect"),
         policy_with_preserved_thinking=(
@@ -92,8 +99,9 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
     for name in (rule.dialect, rule.dialect_with_tools):
         if name is not None:
             check_dialect_name(name)
-    if rule.models is not None:
-        re.compile(rule.models)
+    for pattern in (rule.models, rule.api_bases):
+        if pattern is not None:
+            re.compile(pattern)
     return rule
 
 

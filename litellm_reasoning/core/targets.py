@@ -121,7 +121,7 @@ def _default_target(
         return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
     if provider == "openai" and _is_openai_itself(model, api_base):
         return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
-    rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model)), None)
+    rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model, api_base)), None)
     if rule is None and provider in ("openai", "custom_openai", "openai_like"):
         # Only a model family reached through an OpenAI-compatible route has rows of its own.
         return Target(
@@ -193,6 +193,8 @@ def providers_markdown() -> str:
         target = f"`{rule.provider}/`" + (
             f" models matching `{rule.models}`" if rule.models else ""
         )
+        if rule.api_bases:
+            target += f" at an api_base matching `{rule.api_bases}`"
         why = f"{rule.why} ([source]({rule.source}))" if rule.source else rule.why
         rows.append((target, dialect, policy, why))
     rows.append(

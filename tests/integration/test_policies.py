@@ -131,6 +131,7 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     ),
     # MiniMax: every turn's details (or <think> text) go back.
     ("minimax", "MiniMax-M2.5", True, False, "minimax", "all_turns", "any"),
+    ("minimax", "MiniMax-M3", True, False, "minimax", "all_turns", "any"),
     ("moonshot", "kimi-k3", True, False, "openai_chat", "tool_calls_all_turns", "any"),
     # Kimi K2.7 Code: Preserved Thinking always on; K2.6 asks for it with `thinking.keep`.
     ("moonshot", "kimi-k2.7-code", True, False, "openai_chat", "all_turns", "any"),
@@ -275,15 +276,38 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     ),
     # §3 Gemini 3.5+: earlier thinking preserved, all or none; earlier: current turn validated.
     ("gemini", "gemini-3.5-flash", True, False, "gemini", "all_turns", "any"),
+    # 2026 names: Gemini 3.6 / 3.7 / 4 keep every turn's signatures as 3.5 does.
+    ("gemini", "gemini-3.6-pro", True, False, "gemini", "all_turns", "any"),
+    ("gemini", "gemini-3.7-flash", False, False, "gemini", "all_turns", "any"),
+    ("gemini", "gemini-4-pro-preview", True, False, "gemini", "all_turns", "any"),
     ("gemini", "gemini-3-pro-preview", True, False, "gemini", "current_turn", "any"),
     ("vertex_ai", "gemini-3.5-flash", False, False, "gemini_vertex", "all_turns", "any"),
     ("vertex_ai", "gemini-2.5-pro", False, False, "gemini_vertex", "current_turn", "any"),
 ]
 
 
-def _row_index(provider: str, model: str) -> int | None:
+API_BASE_CASES = [
+    # Z.ai's Coding Plan endpoint keeps earlier thinking by default: every turn's.
+    ("zai", "glm-5.3", "https://api.z.ai/api/coding/paas/v4", True, "openai_chat", "all_turns"),
+    ("zai", "glm-5.3", "https://api.z.ai/api/paas/v4", True, "openai_chat", "current_turn"),
+]
+"""(provider, model, api_base, tools, dialect, policy): rows that depend on the endpoint."""
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "api_base", "tools", "dialect", "policy"), API_BASE_CASES
+)
+def test_rows_for_an_endpoint(
+    provider: str, model: str, api_base: str, tools: bool, dialect: str, policy: str
+) -> None:
+    target = resolve_target(provider, model, api_base, has_tools=tools)
+    assert (target.dialect, target.policy.value) == (dialect, policy)
+
+
+def _row_index(provider: str, model: str, api_base: str | None = None) -> int | None:
     return next(
-        (i for i, rule in enumerate(PROVIDER_RULES) if rule.applies_to(provider, model)), None
+        (i for i, rule in enumerate(PROVIDER_RULES) if rule.applies_to(provider, model, api_base)),
+        None,
     )
 
 
@@ -306,6 +330,7 @@ def test_each_row_gives_the_rule(
 def test_every_row_has_a_case() -> None:
     """A new row without a case here fails: each row's behaviour is pinned by the rules."""
     hit = {_row_index(provider, model) for provider, model, *_ in TABLE_CASES}
+    hit |= {_row_index(provider, model, base) for provider, model, base, *_ in API_BASE_CASES}
     missing = [
         f"{rule.provider} {rule.models or ''}".strip()
         for i, rule in enumerate(PROVIDER_RULES)

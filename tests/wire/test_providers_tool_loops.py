@@ -75,12 +75,13 @@ async def _two_turns(
     *,
     name: str | None = None,
     client: str = "drops",
+    path: str = "",
     **extra: Any,
 ) -> list[Any]:
     """Turn 1: a tool call, its result, an answer. Turn 2: a tool call and its result. Returns
     the assistant messages of the last request as they reached the wire. `name`: the model's
     name before its unique suffix; `client`: what the client keeps (`CLIENTS`); `extra`: more
-    request parameters."""
+    request parameters; `path`: appended to the server's base URL (an endpoint of its own)."""
     model = f"{name or provider + '-loop'}-{uuid.uuid4().hex[:8]}"
     upstream.script(
         model,
@@ -93,8 +94,9 @@ async def _two_turns(
     keep = CLIENTS[client]
 
     async def send(history: list[Any]) -> dict[str, Any]:
+        base = upstream.base_url + path
         message = await complete(
-            how, full, upstream.base_url, list(history), stream=stream, tools=[TOOL], **extra
+            how, full, base, list(history), stream=stream, tools=[TOOL], **extra
         )
         return keep(message)
 
@@ -310,3 +312,20 @@ async def test_a_history_cut_at_its_head_keeps_its_tool_call_reasoning(
     sent = [m for m in kimi.bodies(model)[-1]["messages"] if m["role"] == "assistant"]
     assert [m.get("reasoning_content") for m in sent] == ["R2 call"]
     assert len(kimi.bodies(model)) == 4
+
+
+@two_paths
+@clients
+async def test_glm_on_the_coding_plan_endpoint_gets_every_turns_reasoning(
+    how: str, client: str, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    """Z.ai's Coding Plan endpoint keeps earlier thinking by default (its standard endpoint
+    does not): every historical message's reasoning_content goes back, complete."""
+    sent = await _two_turns(
+        how, "zai", upstream, False, name="glm-5.3", client=client, path="/api/coding/paas/v4"
+    )
+    assert [m.get("reasoning_content") for m in sent] == ["R1 call", "R1 answer", "R2 call"]
+    standard = await _two_turns(
+        how, "zai", upstream, False, name="glm-5.3", client=client, path="/api/paas/v4"
+    )
+    assert [m.get("reasoning_content") for m in standard] == [None, None, "R2 call"]
