@@ -120,7 +120,9 @@ def test_encrypted_content_is_asked_only_of_reasoning_models() -> None:
     """Non-reasoning models reject `include: ["reasoning.encrypted_content"]`."""
     assert all(map(is_reasoning_model, ["gpt-5", "gpt-5.5", "o3-mini", "openai/o4-mini"]))
     assert all(map(is_reasoning_model, ["gpt-6-sol", "gpt-6.1-terra", "openai/gpt-6-astra"]))
-    assert not any(map(is_reasoning_model, ["gpt-4o", "gpt-4.1-mini", "gpt-oss-120b"]))
+    assert not any(
+        map(is_reasoning_model, ["gpt-4o", "gpt-4.1-mini", "gpt-oss-120b", "gpt-35-turbo"])
+    )
 
 
 def test_include_is_merged_not_replaced() -> None:

@@ -39,7 +39,7 @@ ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 RESPONSES_ISSUERS = frozenset({"openai"})
 """LiteLLM providers whose encrypted reasoning api.openai.com can read (Azure is its own issuer)."""
 
-_REASONING_MODEL = re.compile(r"^(o\d|gpt-([5-9]|\d\d)|codex)", re.IGNORECASE)
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-([5-9]|1\d)(?!\d)|codex)", re.IGNORECASE)
 """OpenAI reasoning models: only they accept `include: ["reasoning.encrypted_content"]`."""
 
 
