@@ -80,15 +80,25 @@ def resolve_target(
     has_tools: bool = False,
     preserved_thinking: bool = False,
     template_keeps_thinking: bool = False,
+    model_keeps_thinking: bool = False,
     names: Iterable[str] = (),
     overrides: Iterable[Override] = (),
 ) -> Target:
     """The dialect and policy for a call to `model` on `provider` at `api_base`.
 
     `names` are the other names the deployment is known by (model group, `provider/model`), which
-    overrides may match.
+    overrides may match. `model_keeps_thinking`: LiteLLM's model map says this Claude model
+    keeps earlier turns' thinking in its context (`supports_thinking_cache_preservation`), which
+    the table's own Claude rows say by name for the models it knows.
     """
-    target = _default_target(provider or "", model, api_base, has_tools, preserved_thinking)
+    target = _default_target(
+        provider or "",
+        model,
+        api_base,
+        has_tools,
+        preserved_thinking,
+        model_keeps_thinking,
+    )
     if template_keeps_thinking and target.dialect in TEMPLATE_DIALECTS:
         target = Target(
             target.dialect,
@@ -115,7 +125,12 @@ TEMPLATE_DIALECTS = frozenset({"openai_chat", "openai_chat_reasoning", "openai_c
 
 
 def _default_target(
-    provider: str, model: str, api_base: str | None, has_tools: bool, preserved_thinking: bool
+    provider: str,
+    model: str,
+    api_base: str | None,
+    has_tools: bool,
+    preserved_thinking: bool,
+    model_keeps_thinking: bool = False,
 ) -> Target:
     if provider == "openai" and model.startswith(RESPONSES_PREFIX):
         return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
@@ -135,9 +150,18 @@ def _default_target(
     if has_tools:
         policy = rule.policy_with_tools or policy
         dialect = rule.dialect_with_tools or dialect
+    why = rule.why
     if preserved_thinking and rule.policy_with_preserved_thinking:
         policy = rule.policy_with_preserved_thinking
-    return Target(dialect, policy, rule.why, rule.strip)
+    elif (
+        model_keeps_thinking
+        and rule.policy_with_preserved_thinking
+        and dialect.startswith("anthropic")
+        and policy is not rule.policy_with_preserved_thinking
+    ):
+        policy = rule.policy_with_preserved_thinking
+        why = f"{why}; LiteLLM's model map: this model keeps earlier thinking in its context"
+    return Target(dialect, policy, why, rule.strip)
 
 
 def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:

@@ -149,6 +149,7 @@ class Engine:
             has_tools=has_tools,
             preserved_thinking=preserved_thinking,
             template_keeps_thinking=template_kept,
+            model_keeps_thinking=read.thinking_cache_preserved_in_model_map(provider, bare_model),
             names=names,
             overrides=self.overrides,
         )

@@ -187,20 +187,15 @@ def thinking_default_in_model_map(provider: str | None, model: str | None) -> st
     """Whether LiteLLM's model map says `model` thinks without being asked (`"always"`: its
     `thinking_always_on`; `"on"`: `thinking_on_by_default`; `"off"`: it says neither is so;
     None: the map does not say). Bounded: model names can be the client's (wildcard routes)."""
-    if not model:
+    info = _map_entry(provider, model)
+    if info is None:
         return None
-    for key in (f"{provider}/{model}", model):
-        info = litellm.model_cost.get(key)
-        # The Router registers each deployment's model with guessed fields and no provider:
-        # only the map's own entries answer.
-        if not isinstance(info, dict) or not info.get("litellm_provider"):
-            continue
-        if info.get("thinking_always_on") is True:
-            return "always"
-        if info.get("thinking_on_by_default") is True:
-            return "on"
-        if "thinking_always_on" in info or "thinking_on_by_default" in info:
-            return "off"
+    if info.get("thinking_always_on") is True:
+        return "always"
+    if info.get("thinking_on_by_default") is True:
+        return "on"
+    if "thinking_always_on" in info or "thinking_on_by_default" in info:
+        return "off"
     return None
 
 
@@ -208,13 +203,28 @@ def thinking_default_in_model_map(provider: str | None, model: str | None) -> st
 def reasoning_contexts_in_model_map(provider: str | None, model: str | None) -> tuple[str, ...]:
     """The `reasoning.context` values LiteLLM's model map says `model` takes (its
     `reasoning_contexts`; empty: it does not say, or the model takes none)."""
-    if not model:
+    info = _map_entry(provider, model)
+    values = info.get("reasoning_contexts") if info is not None else None
+    if not isinstance(values, list):
         return ()
+    return tuple(v for v in values if isinstance(v, str))
+
+
+@functools.lru_cache(maxsize=4096)
+def thinking_cache_preserved_in_model_map(provider: str | None, model: str | None) -> bool:
+    """Whether LiteLLM's model map says `model` keeps earlier turns' thinking in its context
+    (`supports_thinking_cache_preservation`: Claude Opus 4.5+, Sonnet 4.6+, 5.x)."""
+    info = _map_entry(provider, model)
+    return bool(info and info.get("supports_thinking_cache_preservation") is True)
+
+
+def _map_entry(provider: str | None, model: str | None) -> dict[str, Any] | None:
+    """LiteLLM's own model map entry of `model` (`provider/model` first); the Router's guessed
+    entries for its deployments (no provider) are not the map's."""
+    if not model:
+        return None
     for key in (f"{provider}/{model}", model):
         info = litellm.model_cost.get(key)
         if isinstance(info, dict) and info.get("litellm_provider"):
-            values = info.get("reasoning_contexts")
-            return (
-                tuple(v for v in values if isinstance(v, str)) if isinstance(values, list) else ()
-            )
-    return ()
+            return info
+    return None

@@ -1041,3 +1041,34 @@ async def test_a_chat_template_that_keeps_thinking_gets_every_turn(
         if m["role"] == "assistant"
     ]
     assert sent == expected
+
+
+def test_litellms_model_map_says_which_claude_keeps_its_thinking() -> None:
+    """A Claude model the table does not know by name gets the generic Claude row (current
+    turn); where LiteLLM's model map says it keeps earlier thinking in its context
+    (`supports_thinking_cache_preservation`), every turn's blocks go, as for the models the
+    table names. Other families' rows do not read the flag."""
+    import litellm
+
+    kept, unknown = "claude-sonnet-6-map-keeps", "claude-sonnet-6-map-silent"
+    litellm.register_model(
+        {
+            kept: {
+                "litellm_provider": "anthropic",
+                "mode": "chat",
+                "supports_thinking_cache_preservation": True,
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+            }
+        }
+    )
+    engine = ReasoningCallback().engine
+
+    def policy(model: str) -> str:
+        kwargs = {"model": f"anthropic/{model}", "api_key": "k", "messages": []}
+        return engine.target(kwargs, "scope")[0].policy.value
+
+    assert policy(kept) == "all_turns"
+    assert policy(unknown) == "current_turn"
+    zai = resolve_target("zai", "glm-5", None, model_keeps_thinking=True)
+    assert zai.policy is TurnPolicy.CURRENT_TURN
