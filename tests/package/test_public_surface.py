@@ -47,6 +47,7 @@ STATS = {
     "waited",
     "errors",
     "thinking_disabled",
+    "thinking_stays_on",
     "dummy_signatures",
     "input_transformations",
     "refusals_healed",
@@ -146,6 +147,8 @@ def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
         "lost",
         "slow",
         "required_reads",
+        "unreplicated",
+        "rewritten_after_failover",
     }
     assert counted == STATS
 
