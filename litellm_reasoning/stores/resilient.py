@@ -85,8 +85,9 @@ class ResilientStore(ReasoningStore):
         """"read"/"write" -> slow answers since that kind's last success."""
         self._flush_at = 0.0
         """While up: when pending records (kept after a slow write) may next be written."""
-        self._unconfirmed: OrderedDict[tuple[str, str], Any] = OrderedDict()
-        """(scope, key) -> the primary that took a write no replica confirmed (`NotReplicated`)."""
+        self._unconfirmed: dict[Any, OrderedDict[tuple[str, str], None]] = {}
+        """Primary -> the (scope, key) of writes it took that no replica confirmed
+        (`NotReplicated`), oldest first; bounded by the local layer's size in all."""
 
     @property
     def available(self) -> bool:
@@ -371,21 +372,23 @@ class ResilientStore(ReasoningStore):
         written again if another primary takes over before a later write confirms them."""
         self.stats["unreplicated"] += len(records)
         with self._lock:
+            entries = self._unconfirmed.setdefault(exc.primary, OrderedDict())
             for key in records:
-                self._unconfirmed[(scope, key)] = exc.primary
-                self._unconfirmed.move_to_end((scope, key))
-            while len(self._unconfirmed) > self.local.max_records:
-                self._unconfirmed.popitem(last=False)
+                entries[(scope, key)] = None
+                entries.move_to_end((scope, key))
+            while sum(map(len, self._unconfirmed.values())) > self.local.max_records:
+                oldest = next(iter(self._unconfirmed))
+                self._unconfirmed[oldest].popitem(last=False)
+                if not self._unconfirmed[oldest]:
+                    del self._unconfirmed[oldest]
 
     def _replicas_caught_up(self) -> None:
         """A write on the current primary was confirmed: replication is one ordered stream,
         so every earlier write to it was too."""
-        if not self._unconfirmed:
-            return
-        primary = self.backend.primary()
-        with self._lock:
-            for entry in [e for e, p in self._unconfirmed.items() if p == primary]:
-                del self._unconfirmed[entry]
+        if self._unconfirmed:
+            primary = self.backend.primary()
+            with self._lock:
+                self._unconfirmed.pop(primary, None)
 
     def _after_failover(self) -> bool:
         """Records written unconfirmed to a primary that is not the primary any more: owed
@@ -394,9 +397,8 @@ class ResilientStore(ReasoningStore):
             return False
         primary = self.backend.primary()
         with self._lock:
-            lost = [entry for entry, p in self._unconfirmed.items() if p != primary]
-            for entry in lost:
-                del self._unconfirmed[entry]
+            gone = [p for p in self._unconfirmed if p != primary]
+            lost = [entry for p in gone for entry in self._unconfirmed.pop(p)]
         if not lost:
             return False
         self.stats["rewritten_after_failover"] += len(lost)
