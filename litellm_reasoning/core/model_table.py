@@ -41,6 +41,9 @@ class ProviderRule:
     """A different policy when the request has the provider decide which earlier thinking it
     keeps (Z.ai `thinking: {"clear_thinking": false}`, Claude context editing
     `clear_thinking_20251015`; `policy.provider_manages_thinking`)."""
+    preserved_by_model_map: bool = False
+    """LiteLLM's model map may say this row's model keeps earlier thinking in its context
+    (`supports_thinking_cache_preservation`): then `policy_with_preserved_thinking` applies."""
     strip: StripRule = "any"
     """Which reasoning may be left out of a request: `any` (whatever the policy or budget
     says), or `leading_run` (only the oldest blocks, as one leading run: the provider binds
@@ -63,6 +66,7 @@ _ROW_KEYS = frozenset(
         "policy",
         "with_tools",
         "with_preserved_thinking",
+        "preserved_by_model_map",
         "why",
         "source",
         "strip",
@@ -95,6 +99,7 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
             TurnPolicy(preserved["policy"]) if "policy" in preserved else None
         ),
         strip=strip,
+        preserved_by_model_map=raw.get("preserved_by_model_map") is True,
     )
     for name in (rule.dialect, rule.dialect_with_tools):
         if name is not None:

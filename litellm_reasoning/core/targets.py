@@ -155,8 +155,8 @@ def _default_target(
         policy = rule.policy_with_preserved_thinking
     elif (
         model_keeps_thinking
+        and rule.preserved_by_model_map
         and rule.policy_with_preserved_thinking
-        and dialect.startswith("anthropic")
         and policy is not rule.policy_with_preserved_thinking
     ):
         policy = rule.policy_with_preserved_thinking
