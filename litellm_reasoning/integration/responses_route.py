@@ -24,6 +24,10 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
+GAPS = frozenset({"missing", "dropped", "over_budget", "stripped"})
+"""Decisions that leave an item of the input without the reasoning it came with."""
+
+
 async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """LiteLLM's chat bridge fires this hook too, after the chat hook rendered its messages;
     then only `turn` is removed."""
@@ -70,16 +74,19 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             items, stored, store=read.request_param(kwargs, "store") is not False
         )
         kwargs["input"] = rendered.items
-        if target.policy is not TurnPolicy.NONE:
-            ask_for_encrypted_content(kwargs, model)
-            say_reasoning_context(
-                kwargs, target.policy, read.reasoning_contexts_in_model_map(provider, model)
-            )
         engine.report.stats["restored"] += len(rendered.restored)
         engine.report.stats["dropped"] += len(rendered.dropped)
         engine.report.stats["over_budget"] += len(left_out)
         per_item = input_items.decisions(items, rendered, keys, stored, left_out)
         missing = sum(value == "missing" for value in per_item.values())
+        if target.policy is not TurnPolicy.NONE:
+            ask_for_encrypted_content(kwargs, model)
+            say_reasoning_context(
+                kwargs,
+                target.policy,
+                read.reasoning_contexts_in_model_map(provider, model),
+                whole=not any(value in GAPS for value in per_item.values()),
+            )
         engine.report.stats["missing"] += missing
         sent = sum(tokens[i] for i in (*rendered.restored, *own))
         saved = sum(tokens[i] for i in left_out)

@@ -340,6 +340,27 @@ async def test_gpt6_is_told_the_reasoning_context_the_policy_restores(
     assert bodies[1]["include"] == [ENCRYPTED]
 
 
+async def test_all_turns_is_not_said_when_an_item_lacks_its_reasoning() -> None:
+    """The first reply was never captured (no callback then): the earlier message goes without
+    its reasoning item. Told `all_turns`, the API would refuse it ("Item … of type 'message' was
+    provided without its required 'reasoning' item"), so the client's `reasoning` goes as sent
+    (`auto`): the callback never turns a miss into a failure."""
+    name = "openai_responses_multi_turn"
+    litellm.logging_callback_manager._reset_all_callbacks()
+    callback = ReasoningCallback()
+    try:
+        with replay(name) as wire:
+            first = script(name)["requests"][0]["body"]["input"]
+            await native_call("async", native_kwargs(name, 0, first, model=f"openai/{GPT6}"))
+            litellm.callbacks = [callback]  # only now: the first reply was not captured
+            later = native_kwargs(name, 1, dropping_input(name, 1), model=f"openai/{GPT6}")
+            await native_call("async", later)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert wire.bodies[1]["reasoning"] == {"effort": "high", "summary": "detailed"}
+    assert callback.stats["missing"] >= 1
+
+
 async def test_a_clients_reasoning_context_is_kept_and_narrows_what_is_restored(
     cb: ReasoningCallback,
 ) -> None:
@@ -373,7 +394,7 @@ async def test_reasoning_is_not_restored_into_a_changed_prefix(cb: ReasoningCall
     bodies = await _multi_turn(GPT6, second=edited)
     assert bodies[1]["input"] == edited
     assert cb.stats["restored"] == 0
-    assert bodies[1]["reasoning"]["context"] == "all_turns"
+    assert "context" not in bodies[1]["reasoning"]  # an item without its reasoning: not all_turns
 
 
 def _decisions(caplog: pytest.LogCaptureFixture) -> list[Json]:
