@@ -72,6 +72,10 @@ class CallState:
 
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Ours, random: what open captures are filed under (never the client's call id)."""
+    owner: Any = None
+    """The engine that started this call: only it captures the reply (a reply event of a call
+    another callback instance rendered, as LiteLLM may deliver late to whatever is registered
+    then, is not this one's)."""
     capture: Capture | None = None
     handled: bool = False
     """The request was rendered (or failed open) by the deployment hook."""
@@ -149,8 +153,10 @@ class CallState:
         """Nothing of the store went out after all (or a refusal was healed already)."""
         self.restored, self.restored_source = {}, None
 
-    def claim(self) -> Capture | None:
-        """The capture to make now, exactly once (None: not ours, or done)."""
+    def claim(self, engine: Any) -> Capture | None:
+        """The capture `engine` makes now, exactly once (None: not ours, or done)."""
+        if self.owner is not None and self.owner is not engine:
+            return None
         with self.lock:
             if self.capture is None or self.captured:
                 return None

@@ -39,10 +39,10 @@ def capture(
     if state is None:
         return
     if not may_capture(state, response):
-        state.claim()  # a stream cut before its finish: never kept, and nothing to wait for
+        state.claim(engine)  # a stream cut before its finish: never kept, and nothing to wait for
         engine.pending.close(state.id)
         return
-    call = state.claim()
+    call = state.claim(engine)
     if call is None:
         # Captured already, or being captured by another hook of this call, which closes the
         # pending capture once its record is written: closing it here would let a request

@@ -187,6 +187,7 @@ class Engine:
     def start(self, details: dict[str, Any] | None) -> CallState:
         """A new state for this attempt of a call; the attempt it replaces (a retry) is over."""
         state, previous = new_state(details)
+        state.owner = self
         if previous is not None:
             self.pending.close(previous.id)
         return state

@@ -217,7 +217,7 @@ def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
         except Exception as exc:
             engine.report.fail("reading a /v1/messages stream", exc)
     if content is None:  # nothing whole to keep (a cut stream), or captured already
-        state.claim()
+        state.claim(engine)
         engine.pending.close(state.id)
         return
     yield from capture(engine, state, content, usage)
@@ -228,7 +228,7 @@ def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = 
     will have when the client sends it back; `usage`: the reply's (its prompt cache)."""
     if state is None or not isinstance(content, list):
         return
-    call = state.claim()
+    call = state.claim(engine)
     try:
         if call is not None:
             engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))

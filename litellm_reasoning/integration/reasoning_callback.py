@@ -392,7 +392,7 @@ class ReasoningCallback(CustomLogger):
                 # The client went away (or the stream broke): nothing partial is stored (also
                 # not from LiteLLM's success event for the cut stream), and a next request of
                 # the conversation need not wait for a capture that never comes.
-                state.claim()
+                state.claim(engine)
                 engine.pending.close(state.id)
         if state is None or state.capture is None or not chunks:
             return
@@ -402,7 +402,7 @@ class ReasoningCallback(CustomLogger):
             return
         if not any(map(finishes, chunks)):
             # Ended without the provider's finish: a cut stream is not a reply to keep.
-            state.claim()
+            state.claim(engine)
             engine.pending.close(state.id)
             return
         try:

@@ -355,3 +355,20 @@ async def test_store_fault_at_every_store_call(kind: str, upstream: Upstream) ->
         await resilient.aget_many("another tenant", ["k"])
         assert resilient.pending == 0 or not resilient.available
     litellm.logging_callback_manager._reset_all_callbacks()
+
+
+def test_a_call_one_callback_rendered_is_captured_by_no_other() -> None:
+    """LiteLLM runs a reply's success event with the callbacks registered when it runs (its
+    logging worker carries an event still queued when a loop ends onto the next loop, which is
+    how the Gemini cassette test once counted the previous test's reply as captured). The call
+    state is LiteLLM's, shared; the capture belongs to the engine that rendered the call: any
+    other instance's claim is refused, so it never files a record in its store."""
+    from litellm_reasoning.integration.calls import Capture
+
+    first, second = ReasoningCallback(), ReasoningCallback()
+    details: dict[str, Any] = {}
+    state = first.engine.start(details)
+    first.engine.begin(state, Capture("scope", "digest", "deepseek", "deepseek-chat"))
+    assert state.claim(second.engine) is None
+    assert state.claim(first.engine) is not None
+    assert state.claim(first.engine) is None  # once
