@@ -4,7 +4,6 @@ scope, its credential fingerprint and request parameters; and removing `turn` fr
 from __future__ import annotations
 
 import contextlib
-import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -182,11 +181,11 @@ def is_sync_details(kwargs: Any) -> bool:
     return isinstance(kwargs, dict) and "additional_args" in kwargs
 
 
-@functools.lru_cache(maxsize=4096)
 def thinking_default_in_model_map(provider: str | None, model: str | None) -> str | None:
     """Whether LiteLLM's model map says `model` thinks without being asked (`"always"`: its
-    `thinking_always_on`; `"on"`: `thinking_on_by_default`; `"off"`: it says neither is so;
-    None: the map does not say). Bounded: model names can be the client's (wildcard routes)."""
+    `thinking_always_on`; `"on"`: `thinking_on_by_default`; `"off"`: one of them is false and
+    neither true; None: the map does not say). Read each time, not remembered: LiteLLM adds to
+    a deployment's entry after its first call, and two dict reads cost less than a cache."""
     info = _map_entry(provider, model)
     if info is None:
         return None
@@ -194,12 +193,12 @@ def thinking_default_in_model_map(provider: str | None, model: str | None) -> st
         return "always"
     if info.get("thinking_on_by_default") is True:
         return "on"
-    if "thinking_always_on" in info or "thinking_on_by_default" in info:
+    # Only a value says so: LiteLLM fills a deployment's entry with these keys set to None.
+    if info.get("thinking_always_on") is False or info.get("thinking_on_by_default") is False:
         return "off"
     return None
 
 
-@functools.lru_cache(maxsize=4096)
 def reasoning_contexts_in_model_map(provider: str | None, model: str | None) -> tuple[str, ...]:
     """The `reasoning.context` values LiteLLM's model map says `model` takes (its
     `reasoning_contexts`; empty: it does not say, or the model takes none)."""
@@ -210,7 +209,6 @@ def reasoning_contexts_in_model_map(provider: str | None, model: str | None) -> 
     return tuple(v for v in values if isinstance(v, str))
 
 
-@functools.lru_cache(maxsize=4096)
 def thinking_cache_preserved_in_model_map(provider: str | None, model: str | None) -> bool:
     """Whether LiteLLM's model map says `model` keeps earlier turns' thinking in its context
     (`supports_thinking_cache_preservation`: Claude Opus 4.5+, Sonnet 4.6+, 5.x)."""
@@ -219,12 +217,18 @@ def thinking_cache_preserved_in_model_map(provider: str | None, model: str | Non
 
 
 def _map_entry(provider: str | None, model: str | None) -> dict[str, Any] | None:
-    """LiteLLM's own model map entry of `model` (`provider/model` first); the Router's guessed
-    entries for its deployments (no provider) are not the map's."""
+    """LiteLLM's model map entry of `model` (`provider/model` first): one that prices the
+    model, as the map's own and an operator's do. The entries LiteLLM's Router makes for its
+    deployments are a family's guessed profile without prices (a Sonnet 5.5 deployment got
+    Sonnet 5's `thinking_on_by_default`): not an answer."""
     if not model:
         return None
     for key in (f"{provider}/{model}", model):
         info = litellm.model_cost.get(key)
-        if isinstance(info, dict) and info.get("litellm_provider"):
+        if (
+            isinstance(info, dict)
+            and info.get("litellm_provider")
+            and isinstance(info.get("input_cost_per_token"), int | float)
+        ):
             return info
     return None

@@ -66,16 +66,13 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             scope, await engine.lookup_async(scope, asked, before, previous)
         )
         records = stored_records(asked, previous.keys, found)
-        if not as_issued and any(
-            anthropic_messages.issued_unsigned(record, provider, origin[0])
-            for record in records.values()
-        ):
-            as_issued = True  # a third-party Anthropic-compatible API issued these blocks
-            records = {
-                i: record
-                for i, record in records.items()
-                if anthropic_messages.issued_unsigned(record, provider, origin[0])
-            }
+        unsigned = {
+            i: record
+            for i, record in records.items()
+            if not as_issued and anthropic_messages.issued_unsigned(record, provider, origin[0])
+        }
+        if unsigned:  # a third-party Anthropic-compatible API issued these blocks
+            as_issued, records = True, unsigned
         usable = {
             i: record
             for i, record in records.items()

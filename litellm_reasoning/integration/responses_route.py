@@ -85,6 +85,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 kwargs,
                 target.policy,
                 read.reasoning_contexts_in_model_map(provider, model),
+                asked=asked,
                 whole=not any(value in GAPS for value in per_item.values()),
             )
         engine.report.stats["missing"] += missing

@@ -19,7 +19,11 @@ from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
 from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import body as claude
-from ..wire.anthropic.dialect import THINKING_ALWAYS_ON, thinking_default_of
+from ..wire.anthropic.dialect import (
+    THINKING_ALWAYS_ON,
+    thinking_default_of,
+    tool_loop_needs_thinking,
+)
 from ..wire.gemini import is_gemini, placeholders_for
 from . import refusals
 from .calls import LAYOUT_PATCH, CallState, state_in
@@ -119,30 +123,34 @@ def settle(
         state.body_patch = (LAYOUT_PATCH, messages)
     if not dialect.keeps_block_order:
         return messages
-    default = thinking_default(state)
-    if not claude.needs_thinking_off(read, messages, default):
+    default = _thinking_off(engine, state, dialect_name, read, messages)
+    if default is None:
         return messages
-    if not claude.turn_thinking_off(params, default):
-        engine.report.thinking_cannot_go_off(dialect_name, _model_of(state))
-        return messages
-    engine.report.thinking_turned_off(dialect_name)
+    claude.turn_thinking_off(params, default)
     state.layouts, state.body_patch = {}, None
     state.forget_restored()
     return [claude.without_thinking_blocks(m) for m in messages]
 
 
-def _model_of(state: CallState) -> str:
+def _thinking_off(
+    engine: Engine, state: CallState, dialect_name: str, params: Sequence[Any], messages: Any
+) -> str | None:
+    """For a Claude call: the model's `thinking_default_of` when thinking must go off for this
+    call (a tool loop with no block to send, thinking left on); None when it stays, counted and
+    said where the model's thinking cannot go off. The model map is read only for such a loop,
+    not on every request."""
+    if not tool_loop_needs_thinking(messages):
+        return None
     target = state.rendered_for
-    return (target.model if target is not None else None) or ""
-
-
-def thinking_default(state: CallState) -> str:
-    """Whether the Claude model this call was rendered for thinks without being asked
-    (`thinking_default_of`: LiteLLM's model map first, then the adapter's table)."""
-    target = state.rendered_for
-    provider = target.provider if target is not None else None
-    model = _model_of(state)
-    return thinking_default_of(model, thinking_default_in_model_map(provider, model))
+    provider, model = (target.provider, target.model or "") if target is not None else (None, "")
+    default = thinking_default_of(model, thinking_default_in_model_map(provider, model))
+    if not claude.thinking_left_on(params, default):
+        return None
+    if default == THINKING_ALWAYS_ON:
+        engine.report.thinking_cannot_go_off(dialect_name, model)
+        return None
+    engine.report.thinking_turned_off(dialect_name)
+    return default
 
 
 def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:
@@ -177,15 +185,9 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
         restored = state.restored, state.restored_source
         state.forget_restored()
         claude.check_lines_up(body, rendered.messages)
-        default = thinking_default(state)
-        off = claude.needs_thinking_off([kwargs, body], rendered.messages, default)
-        if off and default == THINKING_ALWAYS_ON:
-            engine.report.thinking_cannot_go_off(target.dialect, _model_of(state))
-            off = False
-        elif off:
-            engine.report.thinking_turned_off(target.dialect)
-        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off, default=default)
-        if not off:
+        off = _thinking_off(engine, state, target.dialect, [kwargs, body], rendered.messages)
+        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off)
+        if off is None:
             state.restored, state.restored_source = restored
         return
     if dialect.patches_wire:

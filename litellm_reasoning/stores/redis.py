@@ -396,7 +396,7 @@ class RedisStore(ReasoningStore):
         script(**call, client=pipe)
         pipe.execute_command("WAIT", self.wait_replicas, self.wait_ms)
         acknowledged = int(pipe.execute()[-1])
-        if acknowledged < self.wait_replicas and self.report_unreplicated:
+        if acknowledged < self.wait_replicas:
             raise NotReplicated(
                 f"{acknowledged} of {self.wait_replicas} replicas confirmed the write",
                 self.primary(),

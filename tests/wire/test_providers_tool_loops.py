@@ -76,12 +76,16 @@ async def _two_turns(
     name: str | None = None,
     client: str = "drops",
     path: str = "",
+    system: str | None = None,
+    cut: int = 0,
     **extra: Any,
 ) -> list[Any]:
     """Turn 1: a tool call, its result, an answer. Turn 2: a tool call and its result. Returns
     the assistant messages of the last request as they reached the wire. `name`: the model's
     name before its unique suffix; `client`: what the client keeps (`CLIENTS`); `extra`: more
-    request parameters; `path`: appended to the server's base URL (an endpoint of its own)."""
+    request parameters; `path`: appended to the server's base URL (an endpoint of its own);
+    `system`: a system prompt first; `cut`: how many messages after it the last request drops
+    from the head of its history (an agent that cut its history)."""
     model = f"{name or provider + '-loop'}-{uuid.uuid4().hex[:8]}"
     upstream.script(
         model,
@@ -100,14 +104,15 @@ async def _two_turns(
         )
         return keep(message)
 
-    history: list[Any] = [{"role": "user", "content": "Fix a.py."}]
+    head: list[Any] = [{"role": "system", "content": system}] if system else []
+    history: list[Any] = [*head, {"role": "user", "content": "Fix a.py."}]
     history.append(await send(history))
     history.append({"role": "tool", "tool_call_id": f"c1_{model}", "content": "x"})
     history.append(await send(history))
     history.append({"role": "user", "content": "Now b.py."})
     history.append(await send(history))
     history.append({"role": "tool", "tool_call_id": f"c2_{model}", "content": "y"})
-    await send(history)
+    await send([*head, *history[len(head) + cut :]])
     bodies = upstream.bodies(model)
     assert len(bodies) == 4
     return [m for m in bodies[-1]["messages"] if m["role"] == "assistant"]
@@ -283,35 +288,10 @@ async def test_a_history_cut_at_its_head_keeps_its_tool_call_reasoning(
     messages it kept are the same tool calls after the same user message, so Kimi's tool-call
     message gets its reasoning back and Kimi refuses nothing (a tool-call message's key is its
     calls, the user message it follows and the system prompt, not the whole prefix)."""
-    model = f"kimi-k2.6-head-{uuid.uuid4().hex[:8]}"
-    kimi.script(
-        model,
-        _tool_reply("R1 call", f"c1_{model}"),
-        Reply(message={"content": "Answer one.", "reasoning_content": "R1 answer"}),
-        _tool_reply("R2 call", f"c2_{model}"),
-        Reply(message={"content": "Answer two.", "reasoning_content": "R2 answer"}),
+    sent = await _two_turns(
+        how, "moonshot", kimi, False, name="kimi-k2.6-head", system="You are a coding agent.", cut=4
     )
-    full = f"moonshot/{model}"
-    system = {"role": "system", "content": "You are a coding agent."}
-
-    async def send(history: list[Any]) -> dict[str, Any]:
-        message = await complete(
-            how, full, kimi.base_url, list(history), stream=False, tools=[TOOL]
-        )
-        return dropping_client(message)
-
-    history: list[Any] = [system, {"role": "user", "content": "Fix a.py."}]
-    history.append(await send(history))
-    history.append({"role": "tool", "tool_call_id": f"c1_{model}", "content": "x"})
-    history.append(await send(history))
-    history.append({"role": "user", "content": "Now b.py."})
-    history.append(await send(history))
-    history.append({"role": "tool", "tool_call_id": f"c2_{model}", "content": "y"})
-    cut = [system, *history[5:]]  # the first turn gone
-    await send(cut)
-    sent = [m for m in kimi.bodies(model)[-1]["messages"] if m["role"] == "assistant"]
     assert [m.get("reasoning_content") for m in sent] == ["R2 call"]
-    assert len(kimi.bodies(model)) == 4
 
 
 @two_paths

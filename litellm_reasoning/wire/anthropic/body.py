@@ -14,7 +14,6 @@ from ...core.reasoning import Reasoning
 from ...core.render import Rendered
 from .dialect import (
     CLAUDE_PROVIDERS,
-    THINKING_ALWAYS_ON,
     THINKING_OFF_BY_DEFAULT,
     THINKING_ON_BY_DEFAULT,
     apply_converse_layout,
@@ -26,7 +25,6 @@ from .dialect import (
     layout_of_deltas,
     ordered_blocks,
     thinking_requested,
-    tool_loop_needs_thinking,
 )
 
 Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
@@ -72,33 +70,28 @@ def layouts_of(
     return out, reordered
 
 
-def needs_thinking_off(
-    params: Sequence[Any], messages: Sequence[Any], default: str = THINKING_OFF_BY_DEFAULT
-) -> bool:
-    """Thinking is on, but the tool calls this request answers came with no thinking block we
-    can send (a fallback from another provider, a store miss): Claude would answer 400
-    ("Expected `thinking` or `redacted_thinking`, but found `tool_use`"), so thinking goes off
-    for this call only, as LiteLLM's `modify_params` does. `params`: the request's keyword
-    dicts (their `optional_params` and `extra_body` are read too); `default`: the model's
-    `thinking_default_of` (thinking on without being asked)."""
+def thinking_left_on(params: Sequence[Any], default: str = THINKING_OFF_BY_DEFAULT) -> bool:
+    """Whether a request leaves Claude's thinking on (`thinking_requested`; `params`: its keyword
+    dicts, whose `optional_params` and `extra_body` are read too; `default`: the model's
+    `thinking_default_of`). With it on, a tool loop with no thinking block we can send (a
+    fallback from another provider, a store miss, `tool_loop_needs_thinking`) is refused ("Expected
+    `thinking` or `redacted_thinking`, but found `tool_use`"), so thinking goes off for that call
+    only, as LiteLLM's `modify_params` does."""
     extra = [p.get("optional_params") for p in params if isinstance(p, dict)]
     extra += [p.get("extra_body") for p in [*params, *extra] if isinstance(p, dict)]
-    return thinking_requested([*params, *extra], default) and tool_loop_needs_thinking(messages)
+    return thinking_requested([*params, *extra], default)
 
 
-def turn_thinking_off(params: dict[str, Any], default: str) -> bool:
+def turn_thinking_off(params: dict[str, Any], default: str) -> None:
     """Thinking off in `params` (a request's keyword dict or a provider body) for a model whose
-    `thinking_default_of` is `default`: the parameters that turn it on removed, and for a model
-    that thinks unless told otherwise, `thinking: {"type": "disabled"}` (Anthropic's model
-    pages). False for a model whose thinking cannot be turned off (left as it is)."""
-    if default == THINKING_ALWAYS_ON:
-        return False
+    `thinking_default_of` is `default` (never `THINKING_ALWAYS_ON`: that thinking cannot go
+    off): the parameters that turn it on removed, and for a model that thinks unless told
+    otherwise, `thinking: {"type": "disabled"}` (Anthropic's model pages)."""
     params.pop("reasoning_effort", None)
     if default == THINKING_ON_BY_DEFAULT:
         params["thinking"] = {"type": "disabled"}
     else:
         params.pop("thinking", None)
-    return True
 
 
 def without_thinking_blocks(message: Any) -> Any:
@@ -186,18 +179,18 @@ def put_blocks(
     rendered: Sequence[Any],
     layouts: Layouts,
     *,
-    thinking_off: bool,
-    default: str = THINKING_OFF_BY_DEFAULT,
+    thinking_off: str | None,
 ) -> None:
     """The sync path: each assistant message of the Anthropic body LiteLLM translated from the
     client's messages gets its rendered thinking blocks in its content, where they stood in the
-    reply when its record says so, first otherwise (none when `thinking_off`, and `thinking`
-    leaves the body). The caller checks first that the body lines up (`check_lines_up`)."""
+    reply when its record says so, first otherwise (none when `thinking_off`, the model's
+    `thinking_default_of` when thinking goes off for this call: `turn_thinking_off` on the
+    body). The caller checks first that the body lines up (`check_lines_up`)."""
     runs = assistant_runs(rendered)
     answers = [m for m in body["messages"] if isinstance(m, dict) and m.get("role") == "assistant"]
     for run, sent in zip(runs, answers, strict=True):
         blocks: list[Any] = []
-        if not thinking_off:
+        if thinking_off is None:
             for index in run:
                 blocks += rendered[index].get("thinking_blocks") or []
         content = sent.get("content")
@@ -215,10 +208,10 @@ def put_blocks(
             and not (placeholder and isinstance(part, dict) and part.get("type") == "text")
         ]
         sent["content"] = [*blocks, *rest]
-        if not thinking_off:
+        if thinking_off is None:
             _lay_out(run, sent, layouts)
-    if thinking_off:
-        turn_thinking_off(body, default)
+    if thinking_off is not None:
+        turn_thinking_off(body, thinking_off)
 
 
 def raw_reply(provider: str | None, source: Any) -> dict[str, Any] | None:

@@ -116,8 +116,14 @@ THINKING_ALWAYS_ON = "always"
 """Thinks whatever the request says (Opus 5.5, Sonnet 5.5, Fable 5 and 5.1, Mythos 5)."""
 
 _THINKING_DEFAULTS = (
-    (re.compile(r"claude-(fable|mythos)-5(?!\d)|claude-(opus|sonnet)-5[-.][5-9](?!\d)"), "always"),
-    (re.compile(r"claude-(opus|sonnet)-5(?!\d|[-.]\d)|claude-haiku-5-[5-9](?!\d)"), "on"),
+    (
+        re.compile(r"claude-(fable|mythos)-5(?!\d)|claude-(opus|sonnet)-5[-.][5-9](?!\d)"),
+        THINKING_ALWAYS_ON,
+    ),
+    (
+        re.compile(r"claude-(opus|sonnet)-5(?!\d|[-.]\d)|claude-haiku-5-[5-9](?!\d)"),
+        THINKING_ON_BY_DEFAULT,
+    ),
 )
 """Claude models that think without being asked, by Anthropic's model pages (`whats-new-opus-5`:
 "thinking on by default", `thinking: {"type": "disabled"}` accepted; `whats-new-opus-5-5`:

@@ -102,23 +102,27 @@ def policy_for_context(policy: TurnPolicy, asked: str | None, operator: bool) ->
 
 
 def say_reasoning_context(
-    request: dict[str, Any], policy: TurnPolicy, accepted: Sequence[str], *, whole: bool
-) -> str | None:
+    request: dict[str, Any],
+    policy: TurnPolicy,
+    accepted: Sequence[str],
+    *,
+    asked: str | None,
+    whole: bool,
+) -> None:
     """Set `reasoning.context` to what `policy` restores, where the model takes that value
-    (`accepted`: LiteLLM's model map `reasoning_contexts`) and the client said nothing: the
-    model then reads the earlier reasoning it is sent, no more (`auto` is the model's own
-    choice). `all_turns` only when the input is `whole` (no item lacks the reasoning it came
-    with): with it the API refuses "Item … of type 'message' was provided without its required
-    'reasoning' item" (code_puppy#853), so a store miss would fail a call `auto` lets through.
-    The value set, or None."""
+    (`accepted`: LiteLLM's model map `reasoning_contexts`) and the client said nothing (`asked`:
+    `asked_reasoning_context`): the model then reads the earlier reasoning it is sent, no more
+    (`auto` is the model's own choice). `all_turns` only when the input is `whole` (no item
+    lacks the reasoning it came with): with it the API refuses "Item … of type 'message' was
+    provided without its required 'reasoning' item" (code_puppy#853), so a store miss would
+    fail a call `auto` lets through."""
     wanted = REASONING_CONTEXTS.get(policy)
-    if wanted is None or wanted not in accepted or asked_reasoning_context(request) is not None:
-        return None
+    if wanted is None or wanted not in accepted or asked is not None:
+        return
     if wanted == "all_turns" and not whole:
-        return None
+        return
     reasoning = request.get("reasoning")
     request["reasoning"] = {**(reasoning if isinstance(reasoning, dict) else {}), "context": wanted}
-    return wanted
 
 
 def encrypted_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
