@@ -125,6 +125,20 @@ async def complete(
     return await asyncio.to_thread(run)
 
 
+async def send_messages(api_base: str, model: str, messages: list[Any], **extra: Any) -> Any:
+    """One Anthropic-format request (`litellm.anthropic.messages.acreate`, what the proxy's
+    `/v1/messages` calls) with extended thinking; the reply."""
+    return await litellm.anthropic.messages.acreate(
+        model=f"anthropic/{model}",
+        messages=messages,
+        api_base=api_base,
+        api_key="k",
+        max_tokens=2048,
+        thinking=THINKING,
+        **extra,
+    )
+
+
 # ------------------------------------------------------------------ Responses to a chat-only model
 
 RESPONSES_TOOLS = [

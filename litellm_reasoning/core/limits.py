@@ -7,7 +7,7 @@ loop (which Claude, DeepSeek, Kimi and Gemini require) is never touched.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -96,6 +96,22 @@ class Limited:
     """Estimated reasoning tokens left out: stripped (policy, strip rule) and over budget."""
 
 
+def unread_over_budget(
+    stored: Mapping[int, int],
+    own: Mapping[int, int],
+    max_tokens: int,
+    droppable: Collection[int],
+) -> dict[int, int]:
+    """The stored records the budget leaves out whatever the others hold, decided from their
+    sizes before anything is read (`over_budget`'s rule on the same counts), so they are never
+    fetched: index -> estimated tokens. `stored`: the tokens of the records the request would
+    read; `own`: of the reasoning the client's messages carry and the policy keeps (a stored
+    record takes the place of its message's own)."""
+    tokens = {**own, **stored}
+    over = over_budget(sorted(tokens), tokens, max_tokens, droppable)
+    return {i: stored[i] for i in over if i in stored}
+
+
 def apply_limits(
     rendered: Rendered,
     messages: Sequence[Any],
@@ -108,6 +124,7 @@ def apply_limits(
     count: TokenCounter = estimate_tokens,
     counted: TokenCounts | None = None,
     assistant: Sequence[int] | None = None,
+    unread: Mapping[int, int] | None = None,
 ) -> Limited:
     """Leave out what the budget and the strip rule require; update `rendered` in place.
 
@@ -119,15 +136,32 @@ def apply_limits(
     the policy removed), counted with `count`; or `counted` counts them (see `TokenMemo`).
     Only what the budget and the summary's sums need is counted. `assistant`:
     `render.assistant_indices(messages)` when the caller has it. Indices moved out of `kept` go
-    to `rendered.stripped` (strip rule) or `Limited.over_budget` (budget).
+    to `rendered.stripped` (strip rule) or `Limited.over_budget` (budget). `unread`: the
+    records `unread_over_budget` left unread (index -> tokens): counted in the budget as if
+    they were kept, and over it whatever the rest holds.
     """
     if counted is None:
         counted = CountedMapping(reasoning_of or {}, count)
     limited = Limited()
+    unread = unread or {}
     if not dialect.passthrough:
-        _limit(rendered, messages, dialect, policy, limited, counted, strip, max_tokens, assistant)
+        _limit(
+            rendered,
+            messages,
+            dialect,
+            policy,
+            limited,
+            counted,
+            strip,
+            max_tokens,
+            assistant,
+            unread,
+        )
     limited.sent = counted.total(rendered.kept)
-    limited.saved = counted.total(rendered.stripped) + counted.total(limited.over_budget)
+    over = limited.over_budget
+    limited.saved = counted.total(rendered.stripped) + (
+        sum(limited.tokens.get(i, 0) for i in over) if unread else counted.total(over)
+    )
     return limited
 
 
@@ -141,15 +175,25 @@ def _limit(
     strip: StripRule,
     max_tokens: int | None,
     assistant: Sequence[int] | None,
+    unread: Mapping[int, int],
 ) -> None:
     if max_tokens is not None:
         limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
+        counted_in = rendered.kept
+        if unread:
+            limited.tokens.update(unread)
+            counted_in = sorted(limited.tokens)
         droppable = (
             set()
             if policy.earlier_turns_required
-            else {i for i in rendered.kept if i <= rendered.turn_start}
+            else {i for i in counted_in if i <= rendered.turn_start}
         )
-        limited.over_budget = over_budget(rendered.kept, limited.tokens, max_tokens, droppable)
+        over = over_budget(counted_in, limited.tokens, max_tokens, droppable)
+        if unread:  # not read: over the budget, not missing
+            limited.over_budget = sorted({*over, *unread})
+            rendered.missing[:] = [i for i in rendered.missing if i not in unread]
+        else:
+            limited.over_budget = over
         _leave_out(rendered, messages, dialect, limited.over_budget)
     if strip == "leading_run":
         # Every message the policy does not keep may have had a block (a client that dropped

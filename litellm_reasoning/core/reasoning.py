@@ -24,6 +24,12 @@ def _layout(raw: Any) -> tuple[str, ...]:
     return tuple(raw)
 
 
+def tokens_of_chars(chars: int) -> int:
+    """`Reasoning.estimated_tokens` of a record of `chars` characters (text and opaque
+    payloads: what a store keeps as its size), so a budget can decide before it reads."""
+    return -(-chars // 4)
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReasoningPart:
     """One piece of reasoning, in the order the provider produced it."""
@@ -131,7 +137,7 @@ class Reasoning:
             chars = 0
             for part in self.parts:
                 chars += len(part.text) + len(part.signature or "") + len(part.data or "")
-            tokens = -(-chars // 4)
+            tokens = tokens_of_chars(chars)
             object.__setattr__(self, "_tokens", tokens)
         return tokens
 

@@ -20,10 +20,11 @@ from ..core.limits import (
     TokenCounts,
     apply_limits,
     estimate_tokens,
+    unread_over_budget,
 )
 from ..core.messages import continues_prefill
 from ..core.provenance import of_origin
-from ..core.reasoning import Reasoning
+from ..core.reasoning import Reasoning, tokens_of_chars
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
 from ..memo.learned import LearnedPolicies
@@ -39,7 +40,7 @@ from . import capture
 from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
-from .flows import Flow, Read, WaitAny, adrive, drive
+from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
 from .reporting import Reporter
 from .streams import finished_stream
 
@@ -336,10 +337,89 @@ class Engine:
         self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(kwargs, messages)
+        unread = yield from self.over_budget_unread(request)
+        keys = request.keys
+        if unread:
+            keys = {i: key for i, key in keys.items() if i not in unread}
         found = yield from self.lookup(
-            request.scope, request.keys, request.before, request.legacy_for, request.required
+            request.scope, keys, request.before, request.legacy_for, request.required
         )
-        return self.complete(request, found, state), request.target
+        return self.complete(request, found, state, unread), request.target
+
+    def over_budget_unread(self, request: Request) -> Flow[dict[int, int]]:
+        """The records `max_reasoning_tokens` leaves out whatever the rest holds, decided
+        before anything is read (`decide_unread`): index -> estimated tokens; none when the
+        budget may drop nothing here (the policy requires every turn, a passthrough dialect,
+        only the current turn looked up)."""
+        target = request.target
+        if self.max_reasoning_tokens is None or target.policy.earlier_turns_required:
+            return {}
+        dialect = get_dialect(target.dialect)
+        start = effective_turn_start(request.messages, dialect)
+        if dialect.passthrough or not request.keys or min(request.keys) > start:
+            return {}  # only earlier turns' reasoning is ever left out
+        stored = yield from self.stored_tokens(request.scope, request.keys)
+        policy, messages = target.policy, request.messages
+        own = {
+            i: reasoning.estimated_tokens
+            for i, reasoning in enumerate(request.owns)
+            if reasoning is not None
+            and not reasoning.is_empty
+            and policy.keeps(i, messages[i], start)
+        }
+        return self.decide_unread(stored, own, start)
+
+    def stored_tokens(self, scope: str, keys: Mapping[int, str]) -> Flow[dict[int, int] | None]:
+        """The estimated tokens of the stored records of `keys`, by index, from the sizes the
+        store keeps beside them (absent: no record). None when that cannot decide anything
+        before the read: no budget, an operator's own token counter (it needs the records), a
+        store that keeps no sizes (or is down), a record of an earlier release (size unknown),
+        a refused key among them."""
+        if (
+            self.max_reasoning_tokens is None
+            or not keys
+            or not self.store.knows_sizes
+            or self.count_tokens is not estimate_tokens
+        ):
+            return None
+        names = sorted(set(keys.values()))
+        if self.refused.any_of(scope, names):
+            return None
+        try:
+            sizes = yield Sizes(scope, names)
+        except Exception as exc:  # the read that follows decides about the store
+            logger.debug("litellm-reasoning: record sizes not read (%r)", exc)
+            return None
+        if sizes is None:
+            return None
+        tokens: dict[int, int] = {}
+        for i, key in keys.items():
+            if key in sizes:
+                size = sizes[key]
+                if size is None:
+                    return None
+                tokens[i] = tokens_of_chars(size)
+        return tokens
+
+    async def stored_tokens_async(
+        self, scope: str, keys: Mapping[int, str]
+    ) -> dict[int, int] | None:
+        return await adrive(self.store, self.stored_tokens(scope, keys))
+
+    def decide_unread(
+        self, stored: dict[int, int] | None, own: Mapping[int, int], start: int
+    ) -> dict[int, int]:
+        """Of `stored` (`stored_tokens`), what the budget leaves out whatever the rest holds:
+        never read. `own`: the tokens of the reasoning the client's messages carry and the
+        policy keeps (a stored record takes its message's place); `start`: the current turn's
+        start (only earlier turns are left out)."""
+        budget = self.max_reasoning_tokens
+        if stored is None or budget is None:
+            return {}
+        droppable = [i for i in {*stored, *own} if i <= start]
+        unread = unread_over_budget(stored, own, budget, droppable)
+        self.report.stats["unread_over_budget"] += len(unread)
+        return unread
 
     async def arender(
         self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
@@ -352,7 +432,11 @@ class Engine:
         return drive(self.store, self.render_flow(kwargs, messages, state))
 
     def complete(
-        self, request: Request, found: Mapping[str, Reasoning], state: CallState
+        self,
+        request: Request,
+        found: Mapping[str, Reasoning],
+        state: CallState,
+        unread: Mapping[int, int] | None = None,
     ) -> Rendered:
         found = self.refused.without_refused(request.scope, found)
         stored = self.of_origin(
@@ -386,7 +470,7 @@ class Engine:
             )
         if history is not None:
             self.histories.remember(history)
-        limited = self._limit(request, rendered, stored)
+        limited = self._limit(request, rendered, stored, unread)
         state.rendered_for = RenderedFor(
             request.provider,
             request.model,
@@ -434,7 +518,11 @@ class Engine:
         return out
 
     def _limit(
-        self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
+        self,
+        request: Request,
+        rendered: Rendered,
+        stored: Mapping[int, Reasoning],
+        unread: Mapping[int, int] | None,
     ) -> Limited:
         """The provider's strip rule and the budget, after the policy."""
         history = request.history
@@ -452,6 +540,7 @@ class Engine:
             max_tokens=self.max_reasoning_tokens,
             counted=counted,
             assistant=history.assistant if history is not None else None,
+            unread=unread,
         )
         self.report.stats["over_budget"] += len(limited.over_budget)
         return limited

@@ -28,6 +28,15 @@ class Read:
 
 
 @dataclass(frozen=True, slots=True)
+class Sizes:
+    """The sizes of the stored records of `keys`, without reading them (`store.sizes_many`;
+    None when the store cannot tell)."""
+
+    scope: str
+    keys: Sequence[str]
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     """Keep `records` (`store.put_many`; `put_required` when the next request is refused
     without them, so the store may wait longer for the write)."""
@@ -51,7 +60,7 @@ class WaitAny:
     deadline: float
 
 
-Step = Union[Read, Write, Delete, WaitAny]  # noqa: UP007  (Python 3.10: a runtime alias)
+Step = Union[Read, Sizes, Write, Delete, WaitAny]  # noqa: UP007  (Python 3.10: a runtime alias)
 Flow = Generator[Step, Any, T]
 
 
@@ -60,6 +69,8 @@ def _run(store: ReasoningStore, step: Step) -> Any:
         if step.required:
             return store.get_required(step.scope, list(step.keys))
         return store.get_many(step.scope, list(step.keys))
+    if isinstance(step, Sizes):
+        return store.sizes_many(step.scope, list(step.keys))
     if isinstance(step, Write):
         if step.required:
             store.put_required(step.scope, dict(step.records))
@@ -77,6 +88,8 @@ async def _arun(store: ReasoningStore, step: Step) -> Any:
         if step.required:
             return await store.aget_required(step.scope, list(step.keys))
         return await store.aget_many(step.scope, list(step.keys))
+    if isinstance(step, Sizes):
+        return await store.asizes_many(step.scope, list(step.keys))
     if isinstance(step, Write):
         if step.required:
             await store.aput_required(step.scope, dict(step.records))

@@ -59,7 +59,16 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if compacted is not None:  # nothing before the compaction block is read by the API
             wanted = {i: key for i, key in wanted.items() if i > compacted}
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
-        asked = {**wanted, **reorderable}
+        unread: dict[int, int] = {}
+        if engine.max_reasoning_tokens is not None and not (
+            as_issued or target.policy.earlier_turns_required
+        ):  # what the budget leaves out is never read
+            unread = engine.decide_unread(
+                await engine.stored_tokens_async(scope, wanted),
+                anthropic_messages.own_tokens(cleaned, target.policy, start, engine.count_tokens),
+                start,
+            )
+        asked = {i: key for i, key in {**wanted, **reorderable}.items() if i not in unread}
         previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
         before = {i: digests[i] for i in asked}
         found = engine.refused.without_refused(
@@ -71,6 +80,24 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             for i, record in records.items()
             if not as_issued and anthropic_messages.issued_unsigned(record, provider, origin[0])
         }
+        if unsigned and unread:
+            # A third-party API's blocks go back on every turn (as issued): read the rest too.
+            more = {i: wanted[i] for i in unread}
+            asked.update(more)
+            found = {
+                **found,
+                **engine.refused.without_refused(
+                    scope,
+                    await engine.lookup_async(scope, more, {i: digests[i] for i in more}, previous),
+                ),
+            }
+            records = stored_records(asked, previous.keys, found)
+            unsigned = {
+                i: record
+                for i, record in records.items()
+                if anthropic_messages.issued_unsigned(record, provider, origin[0])
+            }
+            unread = {}
         if unsigned:  # a third-party Anthropic-compatible API issued these blocks
             as_issued, records = True, unsigned
         usable = {
@@ -104,6 +131,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             max_tokens=engine.max_reasoning_tokens,
             count=engine.count_tokens,
             earlier_required=as_issued,
+            unread=unread,
         )
         out = kwargs["messages"] = limited.messages
         gone = {*limited.stripped, *limited.over_budget}

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.decisions import summary_of
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
-from ..core.turns import without_turn
+from ..core.turns import current_turn_start, without_turn
 from ..wire.openai_responses import input_items
 from ..wire.openai_responses.dialect import (
     ask_for_encrypted_content,
@@ -55,20 +55,29 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         scope = engine.scope(kwargs)
         conversation = input_items.Conversation.of(scope, items)
         keys = input_items.wanted(conversation, target.policy)
+        own = input_items.own_reasoning(items)
+        unread: dict[int, int] = {}
+        if engine.max_reasoning_tokens is not None:  # what the budget leaves out: never read
+            unread = engine.decide_unread(
+                await engine.stored_tokens_async(scope, keys),
+                {i: engine.count_tokens(r) for i, r in own.items()},
+                current_turn_start(items),
+            )
+        to_read = {i: key for i, key in keys.items() if i not in unread}
         # A reply is filed under the state before the item it precedes (none before item 0).
-        before = {i: conversation.digests[i - 1] for i in keys if i > 0}
+        before = {i: conversation.digests[i - 1] for i in to_read if i > 0}
         found = engine.refused.without_refused(
-            scope, await engine.lookup_async(scope, keys, before)
+            scope, await engine.lookup_async(scope, to_read, before)
         )
         origin = read.origin(kwargs, provider)
         stored = engine.of_origin(
-            {i: found[key] for i, key in keys.items() if key in found}, origin[0], provider
+            {i: found[key] for i, key in to_read.items() if key in found}, origin[0], provider
         )
-        own = input_items.own_reasoning(items)
         tokens = {i: engine.count_tokens(r) for i, r in (*stored.items(), *own.items())}
         left_out = input_items.over_budget(
-            items, stored, tokens, engine.max_reasoning_tokens, target.strip
+            items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread
         )
+        tokens.update(unread)
         stored = {i: r for i, r in stored.items() if i not in left_out}
         rendered = input_items.render_input(
             items, stored, store=read.request_param(kwargs, "store") is not False

@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from ..core.healing import fingerprint
 from ..core.reasoning import Reasoning
@@ -58,6 +58,13 @@ class RefusedRecords:
         if not refused:
             return found
         return {key: record for key, record in found.items() if key not in refused}
+
+    def any_of(self, scope: str, keys: Iterable[str]) -> bool:
+        """Whether a record under one of `keys` was refused (whatever record it is now)."""
+        if not self._refused:
+            return False
+        with self._lock:
+            return any((scope, key) in self._refused for key in keys)
 
     def __len__(self) -> int:
         return len(self._refused)

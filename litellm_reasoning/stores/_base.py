@@ -146,6 +146,10 @@ class ReasoningStore(ABC):
     """Outlives the process and may be shared with other processes, maybe of another release
     (which then also needs records under the keys it knows: `identity.previous_tool_call_keys`)."""
 
+    knows_sizes: bool = False
+    """`sizes_many` answers without reading the records (what a reasoning budget decides
+    from before it reads: the records it leaves out are never fetched)."""
+
     report_unreplicated: bool = False
     """Raise `NotReplicated` after a write no replica confirmed (the records are stored): set
     by a caller that keeps such records to write them again (`ResilientStore`); a bare store's
@@ -180,6 +184,17 @@ class ReasoningStore(ABC):
         """Whether `exc` only says that the backend answered too late (its own I/O deadline,
         a lock held by another process), not that it is unreachable or broken."""
         return isinstance(exc, TimeoutError)
+
+    def sizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        """`record_size` of the live records of `scope` under `keys`, without reading them
+        (absent: no record; None: a record whose size this store does not keep, written by an
+        earlier release); None when the store cannot tell (it keeps no sizes, or is down)."""
+        return None
+
+    async def asizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        if not self.knows_sizes:
+            return None
+        return await asyncio.to_thread(self.sizes_many, scope, keys)
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         """Remove the records of `scope` under `keys` (absent keys are ignored): what a

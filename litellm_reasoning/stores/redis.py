@@ -6,14 +6,17 @@ Layout, under `prefix` (default `litellm_reasoning:`):
 
 * `<prefix>r:<scope_id>:<key>`: one record (the JSON of `_codec`), `SET … PX ttl`, so Redis
   expires it on its own;
+* `<prefix>n:<scope_id>:<key>`: the record's size (`record_size`) and byte count, written with
+  it (same TTL): what a reasoning budget decides from before it reads (a record an earlier
+  release wrote or rewrote has none, or one whose byte count no longer matches: unknown);
 * `<prefix>i:<scope_id>`: the tenant's index, a sorted set of its record keys scored by write
   time (ms). Every write trims it: entries older than the TTL go, and beyond `max_records` the
   tenant's oldest records are deleted. The index itself expires `ttl` after the tenant's last
   write.
 
-On a cluster the scope id is a hash tag (`<prefix>r:{<scope_id>}:<key>`, `<prefix>i:{<scope_id>}`):
-a tenant's records and index share one slot, so the read script and the write script each
-declare keys of one slot. Standalone and Sentinel keep the layout above.
+On a cluster the scope id is a hash tag (`<prefix>r:{<scope_id>}:<key>`, `<prefix>i:{<scope_id>}`,
+the size keys alike): a tenant's records and index share one slot, so the read script and the
+write script each declare keys of one slot. Standalone and Sentinel keep the layout above.
 
 A read is one round trip per `read_bytes` (default 1 MiB) of records found, however many messages
 are looked up: a Lua script reads the keys in order and stops once that many bytes are in its
@@ -80,24 +83,28 @@ else:
 DEFAULT_PREFIX = "litellm_reasoning:"
 
 _PUT = """
--- KEYS[1]: the tenant's index; KEYS[2..]: record keys.
--- ARGV[1]: now (ms); ARGV[2]: ttl (ms); ARGV[3]: per-tenant cap; ARGV[4..]: bodies, KEYS order.
+-- KEYS[1]: the tenant's index; KEYS[2..n+1]: record keys; KEYS[n+2..2n+1]: their size keys.
+-- ARGV[1]: now (ms); ARGV[2]: ttl (ms); ARGV[3]: per-tenant cap; ARGV[4]: the key prefix's
+-- length; ARGV[5..n+4]: bodies, ARGV[n+5..2n+4]: sizes ('<record_size>:<bytes>'), KEYS order.
 local index, now, ttl, cap = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local plen, n = tonumber(ARGV[4]), (#KEYS - 1) / 2
 -- Something else under the index's name (damage, another program) is replaced, not an error
 -- that would fail every write of the tenant and take the store down for all.
 local kind = redis.call('TYPE', index)['ok']
 if kind ~= 'zset' and kind ~= 'none' then
   redis.call('DEL', index)
 end
-for i = 2, #KEYS do
-  redis.call('SET', KEYS[i], ARGV[i + 2], 'PX', ttl)
+for i = 2, n + 1 do
+  redis.call('SET', KEYS[i], ARGV[i + 3], 'PX', ttl)
+  redis.call('SET', KEYS[i + n], ARGV[i + n + 3], 'PX', ttl)
   redis.call('ZADD', index, now, KEYS[i])
 end
 redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
 local excess = redis.call('ZCARD', index) - cap
 if excess > 0 then
   for _, key in ipairs(redis.call('ZRANGE', index, 0, excess - 1)) do
-    redis.call('UNLINK', key)
+    -- the record and its size key ('<prefix>r:…' and '<prefix>n:…')
+    redis.call('UNLINK', key, string.sub(key, 1, plen) .. 'n' .. string.sub(key, plen + 2))
   end
   redis.call('ZREMRANGEBYRANK', index, 0, excess - 1)
 else
@@ -105,6 +112,29 @@ else
 end
 redis.call('PEXPIRE', index, ttl)
 return excess
+"""
+
+_SIZES = """
+-- KEYS[1..n]: record keys; KEYS[n+1..2n]: their size keys. Per record: its size as written
+-- beside it, -1 when there is no record (or something else under its name), -2 when its size
+-- is unknown (written by an earlier release, or rewritten by one since: the byte count
+-- written with the size no longer matches the record).
+local n = #KEYS / 2
+local sizes = {}
+for i = 1, n do
+  local length = redis.pcall('STRLEN', KEYS[i])
+  if type(length) ~= 'number' or length == 0 then
+    sizes[i] = -1
+  else
+    local size, bytes = string.match(redis.pcall('GET', KEYS[n + i]) or '', '^(%d+):(%d+)$')
+    if size ~= nil and tonumber(bytes) == length then
+      sizes[i] = tonumber(size)
+    else
+      sizes[i] = -2
+    end
+  end
+end
+return sizes
 """
 
 _CHUNK = 500
@@ -239,6 +269,7 @@ class RedisStore(ReasoningStore):
         made on first use."""
         self._sync_put = self._sync.register_script(_PUT)
         self._sync_get = self._sync.register_script(_GET)
+        self._sync_sizes = self._sync.register_script(_SIZES)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
         self._pool_lock = threading.Lock()
@@ -317,6 +348,17 @@ class RedisStore(ReasoningStore):
     def _record_key(self, sid: str, key: str) -> str:
         return f"{self.prefix}r:{{{sid}}}:{key}" if self._tag else f"{self.prefix}r:{sid}:{key}"
 
+    def _size_key(self, sid: str, key: str) -> str:
+        """Where a record's size is kept beside it (what a reasoning budget decides from
+        before it reads), with the record's byte count: a record an earlier release rewrote
+        since no longer matches it."""
+        return f"{self.prefix}n:{{{sid}}}:{key}" if self._tag else f"{self.prefix}n:{sid}:{key}"
+
+    def _size_key_of(self, name: str | bytes) -> str:
+        """The size key of a record key (`<prefix>r:…` -> `<prefix>n:…`)."""
+        text = name.decode() if isinstance(name, bytes) else name
+        return f"{self.prefix}n{text[len(self.prefix) + 1 :]}"
+
     def _index(self, sid: str) -> str:
         return f"{self.prefix}i:{{{sid}}}" if self._tag else f"{self.prefix}i:{sid}"
 
@@ -342,10 +384,19 @@ class RedisStore(ReasoningStore):
         if not kept:
             return None
         bodies = [body for _, body in kept.values()]
+        sizes = [f"{size}:{len(body)}" for size, body in kept.values()]
         ttl_ms = max(1, round(self.ttl_seconds * 1000))
         return {
-            "keys": [self._index(sid), *(self._record_key(sid, key) for key in kept)],
-            "args": [round(now * 1000), ttl_ms, self.max_records, *bodies],
+            "keys": [
+                self._index(sid),
+                *(self._record_key(sid, key) for key in kept),
+                *(self._size_key(sid, key) for key in kept),
+            ],
+            "args": [
+                *(round(now * 1000), ttl_ms, self.max_records, len(self.prefix)),
+                *bodies,
+                *sizes,
+            ],
         }
 
     # ------------------------------------------------------------------ contract
@@ -374,6 +425,27 @@ class RedisStore(ReasoningStore):
 
     async def aget_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         return await self._off_loop(lambda: self.get_required(scope, keys))
+
+    knows_sizes = True
+
+    def sizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        if not keys:
+            return {}
+        sid = scope_id(scope)
+        names = [self._record_key(sid, key) for key in keys]
+        names += [self._size_key(sid, key) for key in keys]
+        sizes: dict[str, int | None] = {}
+        for start in range(0, len(keys), _CHUNK):
+            chunk = list(keys[start : start + _CHUNK])
+            asked = names[start : start + len(chunk)]
+            asked += names[len(keys) + start : len(keys) + start + len(chunk)]
+            for key, size in zip(chunk, self._sync_sizes(keys=asked), strict=True):
+                if int(size) != -1:
+                    sizes[key] = int(size) if int(size) >= 0 else None
+        return sizes
+
+    async def asizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        return await self._off_loop(lambda: self.sizes_many(scope, keys))
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
@@ -417,13 +489,15 @@ class RedisStore(ReasoningStore):
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         if names := self._names(scope, keys):
+            sid = scope_id(scope)
+            sizes = [self._size_key(sid, key) for key in keys]
             if self.mode == "cluster":  # its pipelines take no multi-key UNLINK
-                self._sync.unlink(*names)
-                self._sync.zrem(self._index(scope_id(scope)), *names)
+                self._sync.unlink(*names, *sizes)
+                self._sync.zrem(self._index(sid), *names)
                 return
             pipe = self._sync.pipeline(transaction=False)
-            pipe.unlink(*names)
-            pipe.zrem(self._index(scope_id(scope)), *names)
+            pipe.unlink(*names, *sizes)
+            pipe.zrem(self._index(sid), *names)
             pipe.execute()
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
@@ -533,12 +607,15 @@ class RedisStore(ReasoningStore):
             names = self._sync.zrangebyscore(index, "-inf", cutoff)
             for start in range(0, len(names), _CHUNK):
                 chunk = names[start : start + _CHUNK]
+                sizes = [self._size_key_of(name) for name in chunk]
                 if self.mode == "cluster":  # no transactions, no multi-key UNLINK in pipelines
                     removed += int(self._sync.unlink(*chunk))
+                    self._sync.unlink(*sizes)
                     self._sync.zrem(index, *chunk)
                     continue
                 pipe = self._sync.pipeline(transaction=True)
                 pipe.unlink(*chunk)
+                pipe.unlink(*sizes)
                 pipe.zrem(index, *chunk)
                 removed += pipe.execute()[0]
         return removed

@@ -40,7 +40,14 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from ..core.reasoning import Reasoning
-from ._base import LocalAnswer, NotReplicated, ReasoningStore, StoredRecord, TenantStats
+from ._base import (
+    LocalAnswer,
+    NotReplicated,
+    ReasoningStore,
+    StoredRecord,
+    TenantStats,
+    record_size,
+)
 from .memory import MemoryStore
 
 logger = logging.getLogger("litellm_reasoning")
@@ -63,13 +70,14 @@ class ResilientStore(ReasoningStore):
         self.backend = backend
         backend.report_unreplicated = True  # this layer writes such records again
         self.persistent = backend.persistent
+        self.knows_sizes = backend.knows_sizes
         self.local = local if local is not None else MemoryStore(max_records=10_000)
         self.retry_seconds = retry_seconds
         self.name = name or type(backend).__name__
         self.slow_limit = slow_limit
         self.stats: Counter[str] = Counter()
         """outages, recoveries, failures, slow (answers past the backend's deadline), held (kept
-        locally), written_through, lost, required_reads."""
+        locally), written_through, lost, required_reads, records_read (found in the backend)."""
         # `_lock` guards the breaker state and `_pending`; no I/O ever happens under it.
         self._lock = threading.Lock()
         self._down_since: float | None = None
@@ -321,6 +329,7 @@ class ResilientStore(ReasoningStore):
             except Exception as exc:
                 self._failed(exc, "reading", "read")
             else:
+                self.stats["records_read"] += len(found)
                 flush = self._succeeded("read")
         # Merged before the write-through: it clears the pending marks the merge goes by, and
         # the backend's answer predates it.
@@ -328,6 +337,33 @@ class ResilientStore(ReasoningStore):
         if flush:
             self._flush()
         return merged
+
+    def sizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        # `asizes_many`: this on a thread (the base class's): one small answer, no second path
+        if not self._route():  # down: the records are read from the local layer
+            return None
+        try:
+            sizes = self.backend.sizes_many(scope, keys)
+        except Exception as exc:
+            self._failed(exc, "reading record sizes", "read")
+            return None
+        if sizes is None:
+            return None
+        self._sizes_held_locally(scope, keys, sizes)
+        if self._succeeded("read"):
+            self._flush()
+        return sizes
+
+    def _sizes_held_locally(
+        self, scope: str, keys: Sequence[str], sizes: dict[str, int | None]
+    ) -> None:
+        """Records not written through yet are sized from the local layer (what a read would
+        merge from it)."""
+        with self._lock:
+            local = [k for k in keys if (scope, k) in self._pending]
+        if local:
+            held = self.local.get_many(scope, local)
+            sizes.update((key, record_size(record)) for key, record in held.items())
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self._put(scope, records, required=False)
@@ -474,6 +510,7 @@ class ResilientStore(ReasoningStore):
             except Exception as exc:
                 self._failed(exc, "reading", "read")
             else:
+                self.stats["records_read"] += len(found)
                 flush = self._succeeded("read")
         merged = self._merge(scope, keys, found)  # before the write-through (see get_many)
         if flush:

@@ -203,20 +203,31 @@ class SqliteStore(ReasoningStore):
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         found: dict[str, Reasoning] = {}
+        for key, body in self._select("key, body", scope, keys):
+            decoded = _codec.decode_cached(body)
+            if decoded.record is not None and decoded.scope == scope:
+                found[key] = decoded.record
+        return found
+
+    knows_sizes = True  # every release's rows carry `size`
+
+    def sizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        rows = self._select("key, size, scope", scope, keys)
+        return {key: int(size) for key, size, owner in rows if owner == scope}
+
+    def _select(self, columns: str, scope: str, keys: Sequence[str]) -> list[Any]:
+        """`columns` of the live rows of `scope` under `keys`."""
+        rows: list[Any] = []
         sid, now = scope_id(scope), self._clock()
         with self._reading() as conn:
             for start in range(0, len(keys), _CHUNK):
                 chunk = list(keys[start : start + _CHUNK])
-                rows = conn.execute(
-                    "SELECT key, body FROM records WHERE scope_id = ? AND expires > ? "
+                rows += conn.execute(
+                    f"SELECT {columns} FROM records WHERE scope_id = ? AND expires > ? "
                     f"AND key IN ({','.join('?' * len(chunk))})",
                     (sid, now, *chunk),
                 ).fetchall()
-                for key, body in rows:
-                    decoded = _codec.decode_cached(body)
-                    if decoded.record is not None and decoded.scope == scope:
-                        found[key] = decoded.record
-        return found
+        return rows
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self._put(scope, records, None)

@@ -42,6 +42,7 @@ STATS = {
     "missing",
     "dropped",
     "over_budget",
+    "unread_over_budget",
     "reasoning_tokens_sent",
     "reasoning_tokens_saved",
     "waited",
@@ -147,6 +148,7 @@ def test_stats_keys_the_code_counts_are_the_documented_ones() -> None:
         "lost",
         "slow",
         "required_reads",
+        "records_read",
         "unreplicated",
         "rewritten_after_failover",
     }

@@ -1,5 +1,5 @@
-"""A rolling upgrade: an earlier release (0.1.0, 0.2.0, and 0.3.0, the previous one: their own
-code checked out from git) and this release share one SQLite file or one Redis, and each
+"""A rolling upgrade: an earlier release (0.1.0, 0.2.0, 0.3.0, and 0.4.0, the previous one:
+their own code checked out from git) and this release share one SQLite file or one Redis, and each
 restores what the other captured (0.1.0 and 0.2.0: this release restores what they captured;
 the previous release also restores what this one captures).
 
@@ -27,9 +27,10 @@ from paths import REPO
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 
 ROOT = REPO
-RELEASES = {"0.1.0": "e62144a", "0.2.0": "8d2aebf", "0.3.0": "ad69d5b"}
+RELEASES = {"0.1.0": "e62144a", "0.2.0": "8d2aebf", "0.3.0": "ad69d5b", "0.4.0": "e8f3255"}
 """Earlier releases and their commits on main (0.2.0: the last commit before 0.3.0's store
-changes: threads for Redis, required reads, the decode cache)."""
+changes: threads for Redis, required reads, the decode cache; 0.4.0 writes Redis records
+without the size kept beside them since)."""
 
 SCRIPT = r"""
 import asyncio, json, os, sys

@@ -171,8 +171,16 @@ async def _outage(
         fault.repair()
         await asyncio.sleep(RETRY + 0.1)
         await Conversation(upstream, how, latencies, big=False).first()  # probes: it is back
-        # A sync call's capture runs on LiteLLM's logging thread after the call returned.
-        await asyncio.to_thread(_wait_until, lambda: store.available and store.pending == 0)
+        # A sync call's capture runs on LiteLLM's logging thread after the call returned; the
+        # store turns available under its lock and warns just after, so wait for both.
+        await asyncio.to_thread(
+            _wait_until,
+            lambda: (
+                store.available
+                and store.pending == 0
+                and bool(_warnings(caplog, "available again"))
+            ),
+        )
         assert store.available and store.pending == 0
         assert len(_warnings(caplog, "available again")) == 1
         assert len(_warnings(caplog, "unavailable")) == 1

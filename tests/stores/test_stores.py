@@ -25,16 +25,18 @@ from typing import Any
 import pytest
 
 from litellm_reasoning import cli
-from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart, tokens_of_chars
 from litellm_reasoning.stores import (
     SUPPORTED,
     MemoryStore,
     ReasoningStore,
     ResilientStore,
+    _codec,
     open_backend,
     scope_id,
     store_from_url,
 )
+from litellm_reasoning.stores._base import record_size
 from litellm_reasoning.stores.redis import RedisStore
 from litellm_reasoning.stores.sqlite import STORE_SCHEMA, SqliteStore
 
@@ -176,6 +178,11 @@ class Ops:
         else:
             await self.store.aput_many(scope, records)
 
+    async def sizes(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
+        if self.mode == "sync":
+            return self.store.sizes_many(scope, keys)
+        return await self.store.asizes_many(scope, keys)
+
     async def delete(self, scope: str, keys: Sequence[str]) -> None:
         if self.mode == "sync":
             self.store.delete_many(scope, keys)
@@ -216,6 +223,28 @@ async def test_deleted_records_are_gone_for_every_reader(harness: Harness, mode:
         assert await other.get(A, ["k1", "k2"]) == {"k2": text("kept")}
     await ops.put(A, {"k1": text("written again")})
     assert await ops.get(A, ["k1"]) == {"k1": text("written again")}
+
+
+async def test_record_sizes_without_the_records(harness: Harness, mode: str) -> None:
+    """What a reasoning budget decides from before it reads: each live record's
+    `record_size` (what `Reasoning.estimated_tokens` counts, times 4), none for a missing,
+    deleted or other tenant's key; a rewrite shows its new size. The in-memory store holds
+    its records in the process: nothing to save by not reading them, it keeps no sizes."""
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"k1": RICH, "k2": text("second")})
+    await ops.put(B, {"k3": text("tenant b")})
+    if harness.kind == "memory":
+        assert not ops.store.knows_sizes
+        assert await ops.sizes(A, ["k1"]) is None
+        return
+    assert ops.store.knows_sizes
+    sizes = await ops.sizes(A, ["k1", "k2", "k3", "nope"])
+    assert sizes == {"k1": record_size(RICH), "k2": len("second")}
+    assert tokens_of_chars(record_size(RICH)) == RICH.estimated_tokens  # what the budget reads
+    await ops.put(A, {"k2": text("a longer second")})
+    await ops.delete(A, ["k1"])
+    assert await ops.sizes(A, ["k1", "k2"]) == {"k2": len("a longer second")}
+    assert await ops.sizes(A, []) == {}
 
 
 async def test_ttl_expiry(harness: Harness, mode: str) -> None:
@@ -568,6 +597,23 @@ def test_redis_a_record_key_holding_another_type_is_missing_not_an_error(
     store.close()
 
 
+def test_redis_size_of_a_record_an_earlier_release_wrote_is_unknown(redis_prefix: str) -> None:
+    """0.4.0 and earlier write a record without its size key, and may rewrite one this
+    release wrote (leaving the old size beside it): both sizes are unknown, never wrong."""
+    import redis
+
+    store = RedisStore(prefix=redis_prefix)
+    store.put_many(A, {"k1": text("1"), "k2": text("2"), "k3": text("3")})
+    client = redis.Redis()
+    sid = scope_id(A)
+    client.delete(f"{redis_prefix}n:{sid}:k1")  # as an earlier release writes it
+    rewritten = _codec.encode(A, text("rewritten by 0.4.0"), time.time())
+    client.set(f"{redis_prefix}r:{sid}:k2", rewritten)  # its own script: SET, ZADD
+    assert store.sizes_many(A, ["k1", "k2", "k3"]) == {"k1": None, "k2": None, "k3": 1}
+    store.close()
+    client.close()
+
+
 def test_redis_keys_have_prefix_and_ttl(redis_prefix: str) -> None:
     import redis
 
@@ -579,9 +625,13 @@ def test_redis_keys_have_prefix_and_ttl(redis_prefix: str) -> None:
     sid = scope_id(A)
     assert names == [
         f"{redis_prefix}i:{sid}",
+        f"{redis_prefix}n:{sid}:k2",  # the size beside each record; k1's went with it
+        f"{redis_prefix}n:{sid}:k3",
         f"{redis_prefix}r:{sid}:k2",
         f"{redis_prefix}r:{sid}:k3",
     ]
+    record = client.get(f"{redis_prefix}r:{sid}:k2")
+    assert client.get(f"{redis_prefix}n:{sid}:k2") == f"1:{len(record)}".encode()
     assert all(0 < client.pttl(n) <= 120_000 for n in names)
     assert client.zcard(f"{redis_prefix}i:{sid}") == 2
     client.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import litellm
-from clients import THINKING
+from clients import send_messages
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
@@ -51,15 +51,7 @@ async def _conversation(
         claude.always(model, AnthropicReply([{"type": "text", "text": "three done."}]))
 
         async def send(messages: list[Any]) -> Any:
-            return await litellm.anthropic.messages.acreate(
-                model=f"anthropic/{model}",
-                messages=messages,
-                api_base=claude.base_url,
-                api_key="k",
-                max_tokens=2048,
-                thinking=THINKING,
-                tools=[TOOL],
-            )
+            return await send_messages(claude.base_url, model, messages, tools=[TOOL])
 
         messages: list[Any] = []
         for question in ("One?", "Two?", "Three?"):

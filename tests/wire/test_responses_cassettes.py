@@ -454,6 +454,34 @@ async def test_native_budget_leaves_earlier_turns_out_oldest_first(
     assert summary["reasoning_tokens"]["saved"] > 0 == summary["reasoning_tokens"]["sent"]
 
 
+async def test_native_budget_leaves_unread_what_it_leaves_out(tmp_path: Any) -> None:
+    """On a worker that never saw the conversation (a new callback on the same SQLite file),
+    the budget decides from the sizes kept beside the records: the earlier turn's item is
+    never read, and the wire is the one above (the item left out)."""
+    from litellm_reasoning.stores import ResilientStore
+
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    name = "openai_responses_multi_turn"
+    litellm.logging_callback_manager._reset_all_callbacks()
+    writer = ReasoningCallback(store=url)
+    litellm.callbacks = [writer]
+    with replay(name) as wire:
+        await native_call(
+            "async", native_kwargs(name, 0, script(name)["requests"][0]["body"]["input"])
+        )
+        await settled(writer)
+        assert writer.stats["captured"] == 1
+        cold = ReasoningCallback(store=url, max_reasoning_tokens=1)
+        litellm.callbacks = [cold]
+        await native_call("async", native_kwargs(name, 1, dropping_input(name, 1)))
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert wire.bodies[1]["input"] == dropping_input(name, 1)
+    assert isinstance(cold.store, ResilientStore)
+    assert cold.store.stats["records_read"] == 0
+    assert cold.stats["unread_over_budget"] == 1 == cold.stats["over_budget"]
+    assert cold.stats["restored"] == 0 and cold.stats["missing"] == 0
+
+
 # ---------------------------------------------------------------- the chat bridge
 
 

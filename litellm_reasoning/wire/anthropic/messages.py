@@ -506,6 +506,23 @@ class Limited:
     """Estimated reasoning tokens left out."""
 
 
+def own_tokens(
+    messages: Sequence[Any], policy: TurnPolicy, start: int, count: Callable[[Reasoning], int]
+) -> dict[int, int]:
+    """The tokens of the blocks the client's assistant messages carry where `policy` keeps
+    them (what `limit` counts of them), by index."""
+    tokens: dict[int, int] = {}
+    for i, message in enumerate(messages):
+        if not (isinstance(message, dict) and message.get("role") == "assistant"):
+            continue
+        blocks = reasoning_blocks(message)
+        if blocks and keeps(policy, i, start, message):
+            record = record_of_reply(blocks, provider=None, model=None)
+            if record is not None:
+                tokens[i] = count(record)
+    return tokens
+
+
 def limit(
     messages: Sequence[Any],
     policy: TurnPolicy,
@@ -515,6 +532,7 @@ def limit(
     max_tokens: int | None,
     count: Callable[[Reasoning], int],
     earlier_required: bool = False,
+    unread: Mapping[int, int] | None = None,
 ) -> Limited:
     """Earlier turns carry what `policy` keeps and what fits in `max_tokens` (the chat path's
     rules, `core.limits`): blocks a client kept on a turn the policy leaves out are taken out,
@@ -522,7 +540,8 @@ def limit(
     them) whatever goes is the oldest run; `earlier_required` (DeepSeek's Anthropic API refuses
     a tool-call message without its block on any turn): the budget leaves the kept ones alone.
     The current turn is never touched, nor a message the blocks alone make (an empty message
-    would be refused)."""
+    would be refused). `unread`: the stored blocks the budget left unread (index -> tokens):
+    counted as kept, and over the budget whatever the rest holds."""
     out = list(messages)
     assistant = [
         i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
@@ -548,8 +567,12 @@ def limit(
     over: list[int] = []
     if max_tokens is not None:
         required = policy.earlier_turns_required or earlier_required
+        if unread:
+            tokens.update(unread)
+            kept = sorted({*kept, *unread})
         droppable = set() if required else {i for i in kept if i <= start}
         over = over_budget(kept, {i: tokens_of(i) for i in kept}, max_tokens, droppable)
+        over = sorted({*over, *(unread or ())})
     over_set = set(over)
     if leading_run:
         remaining = [i for i in kept if i not in over_set]

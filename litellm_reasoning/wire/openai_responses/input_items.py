@@ -287,16 +287,22 @@ def over_budget(
     tokens: Mapping[int, int],
     max_tokens: int | None,
     strip: StripRule,
+    unread: Mapping[int, int] | None = None,
 ) -> list[int]:
     """Anchors of earlier turns whose stored reasoning is left out so that what the request
     carries fits `max_tokens` (`tokens`: by item index, the stored records' and the client's
     own reasoning items'), oldest first; under a `leading_run` strip rule every earlier one
-    goes with them. The current turn and the client's own items are never touched."""
+    goes with them. The current turn and the client's own items are never touched.
+    `unread`: the records the budget left unread (index -> tokens): counted as stored, and
+    left out whatever the rest holds."""
     if max_tokens is None:
         return []
     start = current_turn_start(items)
-    droppable = {i for i in stored if i <= start}
+    if unread:
+        tokens = {**tokens, **unread}
+    droppable = {i for i in (*stored, *(unread or ())) if i <= start}
     left_out = policy_over_budget(sorted(tokens), tokens, max_tokens, droppable)
+    left_out += [i for i in unread or () if i not in left_out]
     if strip == "leading_run" and left_out:
         left_out += leading_run_violations(sorted(droppable - set(left_out)), left_out)
     return sorted(set(left_out))
