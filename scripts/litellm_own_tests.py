@@ -44,7 +44,11 @@ TESTS = (
     "test_bedrock_converse_redacted_thinking.py",
     # the pass-through stream logging of Anthropic-format streams
     "tests/test_litellm/proxy/pass_through_endpoints/test_streaming_handler.py",
-    # the same functions where older trees (1.81) keep their tests
+    # the same functions where older trees (1.81) keep their tests; the pass-through stream
+    # logging's in their pass-through unit tests
+    "tests/pass_through_unit_tests/test_unit_test_streaming.py",
+    "tests/pass_through_unit_tests/test_pass_through_unit_tests.py",
+    "tests/pass_through_unit_tests/test_vertex_ai_anthropic_streaming_cost_injection.py",
     "tests/test_litellm/llms/chat/test_converse_handler.py",
     "tests/test_litellm/llms/bedrock/test_base_aws_llm.py",
     "tests/test_litellm/llms/bedrock/test_anthropic_beta_support.py",

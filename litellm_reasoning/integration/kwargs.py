@@ -12,6 +12,7 @@ from litellm import get_llm_provider
 
 from ..core import identity
 from ..core.policy import provider_manages_thinking, template_keeps_thinking
+from ..wire.openai_responses.dialect import ENDPOINT_ISSUERS
 
 COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
 RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
@@ -150,7 +151,11 @@ def origin(kwargs: Mapping[str, Any], provider: str | None) -> tuple[str, str | 
         if not values:  # unknown here: at least two names are two issuers
             credentials.append(f"credential:{named}")
     # Not the endpoint: LiteLLM's logging details hold the resolved URL where the deployment
-    # hook has none, and an endpoint does not tell organisations apart, its credential does.
+    # hook has none, and an endpoint does not tell organisations apart, its credential does;
+    # but a self-hosted server makes its own blobs (always given its api_base).
+    if provider in ENDPOINT_ISSUERS:
+        base = given("api_base")
+        credentials.append(str(base).rstrip("/").lower() if base else None)
     fingerprint = identity.origin_of(provider, credentials)
     return fingerprint, str(deployment_id) if deployment_id is not None else None
 

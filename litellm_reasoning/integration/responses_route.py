@@ -80,7 +80,10 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         tokens.update(unread)
         stored = {i: r for i, r in stored.items() if i not in left_out}
         rendered = input_items.render_input(
-            items, stored, store=read.request_param(kwargs, "store") is not False
+            items,
+            stored,
+            store=read.request_param(kwargs, "store") is not False,
+            provider=provider,
         )
         kwargs["input"] = rendered.items
         engine.report.stats["restored"] += len(rendered.restored)
@@ -89,7 +92,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         per_item = input_items.decisions(items, rendered, keys, stored, left_out)
         missing = sum(value == "missing" for value in per_item.values())
         if target.policy is not TurnPolicy.NONE:
-            ask_for_encrypted_content(kwargs, model)
+            ask_for_encrypted_content(kwargs, model, provider)
             say_reasoning_context(
                 kwargs,
                 target.policy,

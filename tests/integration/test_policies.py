@@ -149,6 +149,9 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
     ("lm_studio", "qwen3-8b", False, False, "openai_chat", "current_turn", "any"),
     # §11 vLLM reads `reasoning` only; Cerebras the same field.
     ("hosted_vllm", "qwen3-32b", False, False, "openai_chat_reasoning", "current_turn", "any"),
+    # vLLM's and xAI's Responses APIs: reasoning items back on every turn (vllm#57323, xAI).
+    ("hosted_vllm", "responses/qwen3-32b", False, False, "openai_responses", "all_turns", "any"),
+    ("xai", "responses/grok-4", False, False, "openai_responses", "all_turns", "any"),
     ("cerebras", "gpt-oss-120b", False, False, "openai_chat_reasoning", "current_turn", "any"),
     # §4 unknown fields rejected: Groq, xAI chat, Azure OpenAI chat take none back.
     ("groq", "deepseek-r1-distill-llama-70b", False, False, "no_reasoning", "none", "any"),

@@ -482,6 +482,56 @@ async def test_native_budget_leaves_unread_what_it_leaves_out(tmp_path: Any) -> 
     assert cold.stats["restored"] == 0 and cold.stats["missing"] == 0
 
 
+@pytest.mark.parametrize(
+    ("provider", "second_base"),
+    [
+        ("hosted_vllm", "http://vllm-a.internal:8000/v1"),
+        ("hosted_vllm", "http://vllm-b.internal:8000/v1"),
+        ("xai", "https://api.x.ai/v1"),
+    ],
+)
+async def test_native_responses_of_vllm_and_xai_go_back_to_their_issuer(
+    provider: str, second_base: str
+) -> None:
+    """vLLM's and xAI's Responses APIs (the recorded exchange replayed as theirs): the reasoning
+    item a dropping client left out goes back before the item it preceded, and `include` asks
+    for it. A vLLM blob goes back only to the server that made it (its api_base is part of the
+    issuer, the credentials alike): the same model behind another vLLM gets none."""
+    first_base = "http://vllm-a.internal:8000/v1" if provider == "hosted_vllm" else second_base
+    name = "openai_responses_multi_turn"
+    litellm.logging_callback_manager._reset_all_callbacks()
+    callback = ReasoningCallback()
+    litellm.callbacks = [callback]
+    model = script(name)["requests"][0]["body"]["model"]
+    route = {"model": f"{provider}/{model}", "api_key": "same-key"}
+    with replay(name) as wire:
+        await native_call(
+            "async",
+            native_kwargs(
+                name,
+                0,
+                script(name)["requests"][0]["body"]["input"],
+                **route,
+                api_base=first_base,
+            ),
+        )
+        await settled(callback)
+        assert callback.stats["captured"] == 1
+        await native_call(
+            "async",
+            native_kwargs(name, 1, dropping_input(name, 1), **route, api_base=second_base),
+        )
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert "reasoning.encrypted_content" in wire.bodies[0].get("include", [])
+    sent = [item for item in wire.bodies[1]["input"] if item.get("type") == "reasoning"]
+    if second_base == first_base:
+        assert sent == recorded_reasoning(name, 1)  # as the recorded client sent it
+        assert callback.stats["restored"] == 1 and callback.stats["foreign_origin"] == 0
+    else:  # another vLLM server: never another's blob
+        assert sent == []
+        assert callback.stats["restored"] == 0 and callback.stats["foreign_origin"] == 1
+
+
 # ---------------------------------------------------------------- the chat bridge
 
 

@@ -39,6 +39,16 @@ ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 RESPONSES_ISSUERS = frozenset({"openai"})
 """LiteLLM providers whose encrypted reasoning api.openai.com can read (Azure is its own issuer)."""
 
+ENDPOINT_ISSUERS = frozenset({"hosted_vllm"})
+"""Providers whose reasoning blobs the serving endpoint itself makes (vLLM's
+`vllm-reasoning-v1.` blobs, or blobs sealed with that server's key): one deployment's blob goes
+back only to the same `api_base`, whatever the credentials (self-hosted servers often share
+none)."""
+
+ASK_ALWAYS = frozenset({"hosted_vllm"})
+"""Providers asked for `reasoning.encrypted_content` whatever the model: vLLM takes the value
+and returns blobs where it makes them (a vLLM that makes none ignores it)."""
+
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-([5-9]|1\d)(?!\d)|codex)", re.IGNORECASE)
 """OpenAI reasoning models: only they accept `include: ["reasoning.encrypted_content"]`."""
 
@@ -56,13 +66,15 @@ def with_encrypted_include(include: Any) -> list[Any]:
     return values
 
 
-def ask_for_encrypted_content(request: dict[str, Any], model: str) -> None:
+def ask_for_encrypted_content(
+    request: dict[str, Any], model: str, provider: str | None = None
+) -> None:
     """Add `reasoning.encrypted_content` to the request's `include` (where the caller put
     theirs: top level or `extra_body`), for reasoning models or a request that asks for
-    reasoning: other models reject it."""
+    reasoning (OpenAI's other models reject it), and always on `ASK_ALWAYS` providers."""
     extra = request.get("extra_body")
     extra = extra if isinstance(extra, dict) else {}
-    asked = any(
+    asked = provider in ASK_ALWAYS or any(
         source.get(name)
         for source in (request, extra)
         for name in ("reasoning", "reasoning_effort")
@@ -130,9 +142,14 @@ def encrypted_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
     return tuple(part for part in reasoning.parts if part.kind == "encrypted" and part.data)
 
 
-def issued_here(reasoning: Reasoning) -> bool:
-    """Issued by OpenAI, or sent by the client itself (no issuer known)."""
-    return reasoning.provider is None or reasoning.provider in RESPONSES_ISSUERS
+def issued_here(reasoning: Reasoning, provider: str | None = None) -> bool:
+    """Issued by OpenAI (or by `provider`, the target's own: vLLM, xAI), or sent by the client
+    itself (no issuer known). Which deployment of it issued a record is `provenance`'s."""
+    return (
+        reasoning.provider is None
+        or reasoning.provider in RESPONSES_ISSUERS
+        or (provider is not None and reasoning.provider == provider)
+    )
 
 
 def reasoning_input_item(part: ReasoningPart, *, with_id: bool) -> dict[str, Any]:

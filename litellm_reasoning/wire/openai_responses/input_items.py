@@ -141,21 +141,26 @@ class RenderedInput:
 
 
 def render_input(
-    items: Sequence[Any], found: Mapping[int, Reasoning], *, store: bool
+    items: Sequence[Any],
+    found: Mapping[int, Reasoning],
+    *,
+    store: bool,
+    provider: str | None = None,
 ) -> RenderedInput:
     """`items` with each found record put back before its anchor, and `turn` removed.
 
     The `rs_` id goes with an item only when it can be paired: `store` is not false and the
     anchor still carries its own id (an `rs_` id followed by an id-less item is a 400, and with
     `store: false` any `rs_` id is a 404). With `store: false` the client's own reasoning items
-    lose their id too, when they hold `encrypted_content` to stand on.
+    lose their id too, when they hold `encrypted_content` to stand on. `provider`: the
+    target's, whose own records it takes besides OpenAI's (`issued_here`).
     """
     out = RenderedInput(items=[])
     for index, item in enumerate(without_turn(items)):
         reasoning = found.get(index)
         if reasoning is not None:
             parts = encrypted_parts(reasoning)
-            if issued_here(reasoning) and parts:
+            if issued_here(reasoning, provider) and parts:
                 with_id = store and isinstance(item, dict) and bool(item.get("id"))
                 out.items += reasoning_input_items(parts, with_id=with_id)
                 out.restored.append(index)
