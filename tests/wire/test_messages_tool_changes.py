@@ -36,7 +36,8 @@ def _thinking(text: str, tag: str) -> dict[str, Any]:
 
 
 def _dropped(reply: Any) -> dict[str, Any]:
-    return {"role": "assistant", "content": [b for b in reply["content"] if b["type"] != "thinking"]}
+    kept = [block for block in reply["content"] if block["type"] != "thinking"]
+    return {"role": "assistant", "content": kept}
 
 
 @pytest.mark.parametrize("change", sorted(CHANGES))
