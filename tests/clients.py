@@ -90,7 +90,9 @@ async def complete(
 ) -> Any:
     """One request by call path (`acompletion`, `completion`, `router.acompletion`,
     `router.completion`; a stream read to its end); LiteLLM's reply message. `retries`:
-    LiteLLM's own (`num_retries` of the call, or of the Router)."""
+    LiteLLM's own (`num_retries` of the call, or of the Router); `api_key` in `extra`: the
+    deployment's credential (default "k")."""
+    key = extra.pop("api_key", "k")
     params: dict[str, Any] = {"messages": messages, "stream": stream, **extra}
     target: Any = litellm
     if how.startswith("router."):
@@ -98,14 +100,14 @@ async def complete(
             model_list=[
                 {
                     "model_name": "group",
-                    "litellm_params": {"model": model, "api_base": api_base, "api_key": "k"},
+                    "litellm_params": {"model": model, "api_base": api_base, "api_key": key},
                 }
             ],
             num_retries=retries,
         )
         params["model"] = "group"
     else:
-        params.update(model=model, api_base=api_base, api_key="k")
+        params.update(model=model, api_base=api_base, api_key=key)
         if retries:
             params["num_retries"] = retries
 

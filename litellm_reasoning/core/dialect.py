@@ -28,6 +28,7 @@ DIALECT_NAMES = frozenset(
         "no_reasoning",
         "passthrough",
         "anthropic",
+        "anthropic_as_issued",
         "anthropic_bedrock",
         "anthropic_vertex",
         "gemini",
@@ -124,6 +125,13 @@ class Dialect(Protocol):
     ) -> Finished:
         """The provider's own finishing touches on a rendered request (`sent`: the messages as
         the client sent them; `stored`: the records restored by index), in place."""
+        ...
+
+    def for_records(
+        self, stored: Mapping[int, Reasoning], provider: str | None, model: str, origin: str
+    ) -> str | None:
+        """Another dialect this request to `provider`/`model` takes, given the records it
+        restores (`origin`: the deployment's `identity.origin_of`); None: this one."""
         ...
 
 

@@ -445,6 +445,12 @@ class Engine:
             request.provider,
         )
         dialect = get_dialect(request.target.dialect)
+        other = dialect.for_records(
+            stored, request.provider, request.model or "", request.origin[0]
+        )
+        if other is not None:  # e.g. a third-party Anthropic API's own blocks, as it issued them
+            request.target = dataclasses.replace(request.target, dialect=other)
+            dialect = get_dialect(other)
         history = request.history
         rendered = render(
             request.messages,

@@ -14,6 +14,7 @@ from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
+from ..wire.anthropic.dialect import issued_unsigned
 from . import kwargs as read
 from . import rust_core
 from .calls import CallState, Capture, RenderedFor, details_of
@@ -78,7 +79,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         unsigned = {
             i: record
             for i, record in records.items()
-            if not as_issued and anthropic_messages.issued_unsigned(record, provider, origin[0])
+            if not as_issued and issued_unsigned(record, provider, origin[0])
         }
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
@@ -95,7 +96,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             unsigned = {
                 i: record
                 for i, record in records.items()
-                if anthropic_messages.issued_unsigned(record, provider, origin[0])
+                if issued_unsigned(record, provider, origin[0])
             }
             unread = {}
         if unsigned:  # a third-party Anthropic-compatible API issued these blocks

@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from ..core.dialect import DIALECT_NAMES, REASONING_KEYS, Dialect, strip_reasoning
-from .anthropic.dialect import AnthropicDialect, BedrockClaudeDialect, VertexClaudeDialect
+from .anthropic.dialect import (
+    AnthropicAsIssuedDialect,
+    AnthropicDialect,
+    BedrockClaudeDialect,
+    VertexClaudeDialect,
+)
 from .gemini import GeminiDialect, VertexGeminiDialect
 from .minimax import MinimaxDialect
 from .mistral import MistralDialect
@@ -31,6 +36,7 @@ _DIALECTS: dict[str, Dialect] = {
         NoReasoningDialect(),
         PassthroughDialect(),
         AnthropicDialect(),
+        AnthropicAsIssuedDialect(),
         BedrockClaudeDialect(),
         VertexClaudeDialect(),
         GeminiDialect(),

@@ -44,5 +44,10 @@ class BaseDialect:
     ) -> Finished:
         return Finished()
 
+    def for_records(
+        self, stored: Mapping[int, Reasoning], provider: str | None, model: str, origin: str
+    ) -> str | None:
+        return None
+
 
 __all__ = ["REASONING_KEYS", "BaseDialect", "Dialect", "Finished", "strip_reasoning"]

@@ -69,6 +69,33 @@ def thinking_blocks(reasoning: Reasoning | None) -> list[dict[str, Any]]:
     return blocks
 
 
+def issued_blocks(record: Reasoning) -> list[dict[str, Any]]:
+    """A record's blocks as their provider issued them (a signature only where it gave one)."""
+    blocks: list[dict[str, Any]] = []
+    for part in record.parts:
+        if part.kind == "redacted" and part.data:
+            blocks.append({"type": "redacted_thinking", "data": part.data})
+        elif part.kind == "thinking":
+            block = {"type": "thinking", "thinking": part.text}
+            if part.signature is not None:
+                block["signature"] = part.signature
+            blocks.append(block)
+    return blocks
+
+
+def issued_unsigned(record: Reasoning, provider: str | None, origin: str) -> bool:
+    """Whether `record` holds thinking blocks without a signature that the deployment `origin`
+    of `provider` issued: an `anthropic/` deployment at a third-party Anthropic-compatible API
+    (DeepSeek, Kimi, MiniMax, MiMo; Anthropic signs every thinking block it issues). Such a
+    deployment is the blocks' issuer: they go back to it as it issued them, and to no other."""
+    return (
+        record.provider == provider
+        and record.origin == origin
+        and not signed_parts(record)
+        and any(part.kind == "thinking" for part in record.parts)
+    )
+
+
 def bedrock_redacted_content(data: str) -> str:
     """The Converse `redactedContent` for a redacted block's `data`.
 
@@ -191,6 +218,21 @@ class AnthropicDialect(BaseDialect):
         blocks (`open_tool_loop`)."""
         return open_tool_loop(messages)
 
+    def for_records(
+        self, stored: Mapping[int, Reasoning], provider: str | None, model: str, origin: str
+    ) -> str | None:
+        """A third-party Anthropic-compatible API's own unsigned blocks among the records (an
+        `anthropic/` deployment of a model that is not Claude): they go back as issued. Claude
+        signs every block it finishes: an unsigned one of a Claude model is a stream cut before
+        its signature, never sent."""
+        if (
+            self.platform == "anthropic"
+            and "claude" not in model.lower()
+            and as_issued_records(stored, provider, origin)
+        ):
+            return AnthropicAsIssuedDialect.name
+        return None
+
     def finish(
         self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
     ) -> Finished:
@@ -213,6 +255,63 @@ class AnthropicDialect(BaseDialect):
                     # never had ("cannot be modified") and the blocks could not be laid out.
                     out["content"] = None
         return out
+
+
+class AnthropicAsIssuedDialect(AnthropicDialect):
+    """An `anthropic/` deployment at a third-party Anthropic-compatible API (MiniMax, Kimi,
+    DeepSeek, MiMo), whose thinking blocks carry no Anthropic signature: they go back as it
+    issued them (a signature only where it gave one), and only to it. The engine takes this
+    dialect for a request instead of Claude's only when records this deployment issued unsigned
+    are among its records (`as_issued_records`). LiteLLM (1.110) drops unsigned blocks when it
+    translates a chat message, so they are put on the Anthropic body it built (`patch_wire`)."""
+
+    name: ClassVar[str] = "anthropic_as_issued"
+    patches_body: ClassVar[bool] = True
+
+    def accepts(self, reasoning: Reasoning) -> bool:
+        if reasoning.provider is not None and reasoning.provider not in ANTHROPIC_ISSUERS.get(
+            self.platform, frozenset()
+        ):
+            return False
+        return bool(issued_blocks(reasoning))
+
+    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
+        out = strip_reasoning(message)
+        if reasoning is not None and self.accepts(reasoning):
+            out["thinking_blocks"] = issued_blocks(reasoning)
+            if out.get("tool_calls") and empty_content(out):
+                out["content"] = None  # as for Claude: no placeholder text beside the blocks
+        return out
+
+    def finish(
+        self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
+    ) -> Finished:
+        return Finished()  # the blocks go first, as the body patch puts them
+
+    def for_records(
+        self, stored: Mapping[int, Reasoning], provider: str | None, model: str, origin: str
+    ) -> str | None:
+        return None
+
+    def patch_wire(self, sent: dict[str, Any], want: dict[str, Any]) -> dict[str, Any]:
+        """`sent` (the Anthropic body's assistant message LiteLLM built) with `want`'s blocks
+        first, in place of any LiteLLM kept; the rest of its content as LiteLLM built it."""
+        blocks = want.get("thinking_blocks")
+        if not isinstance(blocks, list) or not blocks:
+            return sent
+        content = sent.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}] if content else []
+        if not isinstance(content, list):
+            return sent
+        rest = [b for b in content if not (isinstance(b, dict) and b.get("type") in BLOCK_TYPES)]
+        return {**sent, "content": [*blocks, *rest]}
+
+
+def as_issued_records(stored: Mapping[int, Reasoning], provider: str | None, origin: str) -> bool:
+    """Whether `stored` holds blocks the deployment `origin` of `provider` issued unsigned (a
+    third-party Anthropic-compatible API): then the request takes `AnthropicAsIssuedDialect`."""
+    return any(issued_unsigned(record, provider, origin) for record in stored.values())
 
 
 class BedrockClaudeDialect(AnthropicDialect):

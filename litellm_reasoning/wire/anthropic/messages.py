@@ -31,9 +31,9 @@ from ...core.usage import PromptCache, token_count
 from .dialect import (
     apply_layout,
     block_identity,
+    issued_blocks,
     layout_of_blocks,
     same_blocks,
-    signed_parts,
     thinking_blocks,
 )
 
@@ -231,38 +231,11 @@ def compaction_index(messages: Sequence[Any]) -> int | None:
     return None
 
 
-def issued_unsigned(record: Reasoning, provider: str | None, origin: str) -> bool:
-    """Whether `record` holds thinking blocks without a signature that the deployment `origin`
-    of `provider` issued: an `anthropic/` deployment at a third-party Anthropic-compatible API
-    (DeepSeek, Kimi, MiniMax, MiMo; Anthropic signs every thinking block it issues). Such a
-    deployment is the blocks' issuer: they go back to it as it issued them, and to no other."""
-    return (
-        record.provider == provider
-        and record.origin == origin
-        and not signed_parts(record)
-        and any(part.kind == "thinking" for part in record.parts)
-    )
-
-
 def issued_by(record: Reasoning, provider: str | None) -> bool:
     """Whether `record` came from `provider`'s own replies (what it may be sent back to)."""
     return record.provider == provider and any(
         p.kind in ("thinking", "redacted") for p in record.parts
     )
-
-
-def issued_blocks(record: Reasoning) -> list[dict[str, Any]]:
-    """A record's blocks as their provider issued them (a signature only where it gave one)."""
-    blocks: list[dict[str, Any]] = []
-    for part in record.parts:
-        if part.kind == "redacted" and part.data:
-            blocks.append({"type": "redacted_thinking", "data": part.data})
-        elif part.kind == "thinking":
-            block = {"type": "thinking", "thinking": part.text}
-            if part.signature is not None:
-                block["signature"] = part.signature
-            blocks.append(block)
-    return blocks
 
 
 def with_blocks(
