@@ -213,6 +213,17 @@ def carries_nothing(message: dict[str, Any]) -> bool:
     return True
 
 
+def _whole_unsigned(parts: tuple[ReasoningPart, ...], text: Any) -> tuple[ReasoningPart, ...]:
+    """Unsigned thinking blocks that are only the tail of the message's `reasoning_content`
+    (a stream of a provider that signs nothing: LiteLLM's assembled reply keeps the last
+    chunk's piece among its fields, the whole text in `reasoning_content`): the whole text, one
+    block."""
+    joined = "".join(part.text for part in parts)
+    if isinstance(text, str) and len(text) > len(joined) and text.endswith(joined):
+        return (ReasoningPart(text=text),)
+    return parts
+
+
 def reasoning_from_message(
     message: dict[str, Any], *, provider: str | None = None, model: str | None = None
 ) -> Reasoning | None:
@@ -230,6 +241,8 @@ def reasoning_from_message(
     blocks = message.get("thinking_blocks") or psf.get("thinking_blocks")
     if isinstance(blocks, list):
         parts = _parts_from_blocks(blocks)
+        if parts and not any(part.signature or part.data for part in parts):
+            parts = _whole_unsigned(parts, message.get("reasoning_content"))
     if not parts:
         parts = _parts_from_blocks(inline_blocks(message.get("content")))
     if not parts:

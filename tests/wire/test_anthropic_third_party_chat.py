@@ -34,7 +34,12 @@ def _call(call_id: str) -> dict[str, Any]:
 
 
 async def _tool_loop(
-    how: str, server: AnthropicUpstream, model: str, api_key: str, second_key: str
+    how: str,
+    server: AnthropicUpstream,
+    model: str,
+    api_key: str,
+    second_key: str,
+    stream: bool = False,
 ) -> dict[str, Any]:
     """A tool call, then its result from a client that dropped the block (the second request
     with `second_key`): the tool-call message as it reached the server."""
@@ -47,7 +52,7 @@ async def _tool_loop(
         AnthropicReply([{"type": "text", "text": "done"}]),
     )
     messages: list[Any] = [{"role": "user", "content": "Fix a.py"}]
-    common = {"stream": False, "tools": TOOLS, "max_tokens": 1024}
+    common = {"stream": stream, "tools": TOOLS, "max_tokens": 1024}
     reply = await complete(
         how, f"anthropic/{model}", server.base_url, messages, api_key=api_key, **common
     )
@@ -62,12 +67,15 @@ async def _tool_loop(
     return sent
 
 
+@pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 @pytest.mark.parametrize("model", ["MiniMax-M3", "kimi-k2.7"])
-async def test_a_third_party_apis_blocks_go_back_as_issued(how: str, model: str) -> None:
+async def test_a_third_party_apis_blocks_go_back_as_issued(
+    how: str, model: str, stream: bool
+) -> None:
     callback = register(ReasoningCallback(capture_wait_seconds=5))
     with AnthropicUpstream() as server:
-        sent = await _tool_loop(how, server, model, "key-a", "key-a")
+        sent = await _tool_loop(how, server, model, "key-a", "key-a", stream)
     assert sent["content"][0] == THOUGHT  # as issued: no signature added, none required
     assert [b["type"] for b in sent["content"]] == ["thinking", "tool_use"]
     assert callback.stats["restored"] == 1 and callback.stats["dropped"] == 0
