@@ -158,10 +158,9 @@ def apply_limits(
             unread,
         )
     limited.sent = counted.total(rendered.kept)
-    over = limited.over_budget
-    limited.saved = counted.total(rendered.stripped) + (
-        sum(limited.tokens.get(i, 0) for i in over) if unread else counted.total(over)
-    )
+    # `tokens` holds every index the budget left out (unread ones included).
+    over_tokens = sum(limited.tokens.get(i, 0) for i in limited.over_budget)
+    limited.saved = counted.total(rendered.stripped) + over_tokens
     return limited
 
 
@@ -179,21 +178,16 @@ def _limit(
 ) -> None:
     if max_tokens is not None:
         limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
-        counted_in = rendered.kept
-        if unread:
-            limited.tokens.update(unread)
-            counted_in = sorted(limited.tokens)
+        limited.tokens.update(unread)  # counted as kept: over the budget whatever the rest holds
         droppable = (
             set()
             if policy.earlier_turns_required
-            else {i for i in counted_in if i <= rendered.turn_start}
+            else {i for i in limited.tokens if i <= rendered.turn_start}
         )
-        over = over_budget(counted_in, limited.tokens, max_tokens, droppable)
+        over = over_budget(list(limited.tokens), limited.tokens, max_tokens, droppable)
+        limited.over_budget = sorted({*over, *unread})
         if unread:  # not read: over the budget, not missing
-            limited.over_budget = sorted({*over, *unread})
             rendered.missing[:] = [i for i in rendered.missing if i not in unread]
-        else:
-            limited.over_budget = over
         _leave_out(rendered, messages, dialect, limited.over_budget)
     if strip == "leading_run":
         # Every message the policy does not keep may have had a block (a client that dropped

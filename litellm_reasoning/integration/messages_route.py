@@ -76,11 +76,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             scope, await engine.lookup_async(scope, asked, before, previous)
         )
         records = stored_records(asked, previous.keys, found)
-        unsigned = {
-            i: record
-            for i, record in records.items()
-            if not as_issued and issued_unsigned(record, provider, origin[0])
-        }
+
+        def unsigned_of(records: dict[int, Any]) -> dict[int, Any]:
+            # A third-party Anthropic-compatible API's blocks: issued by this deployment
+            return {i: r for i, r in records.items() if issued_unsigned(r, provider, origin[0])}
+
+        unsigned = {} if as_issued else unsigned_of(records)
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
             more = {i: wanted[i] for i in unread}
@@ -93,12 +94,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 ),
             }
             records = stored_records(asked, previous.keys, found)
-            unsigned = {
-                i: record
-                for i, record in records.items()
-                if issued_unsigned(record, provider, origin[0])
-            }
-            unread = {}
+            unsigned, unread = unsigned_of(records), {}
         if unsigned:  # a third-party Anthropic-compatible API issued these blocks
             as_issued, records = True, unsigned
         usable = {

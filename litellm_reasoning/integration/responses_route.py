@@ -56,11 +56,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         conversation = input_items.Conversation.of(scope, items)
         keys = input_items.wanted(conversation, target.policy)
         own = input_items.own_reasoning(items)
+        own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         unread: dict[int, int] = {}
         if engine.max_reasoning_tokens is not None:  # what the budget leaves out: never read
             unread = engine.decide_unread(
                 await engine.stored_tokens_async(scope, keys),
-                {i: engine.count_tokens(r) for i, r in own.items()},
+                own_tokens,
                 current_turn_start(items),
             )
         to_read = {i: key for i, key in keys.items() if i not in unread}
@@ -73,7 +74,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         stored = engine.of_origin(
             {i: found[key] for i, key in to_read.items() if key in found}, origin[0], provider
         )
-        tokens = {i: engine.count_tokens(r) for i, r in (*stored.items(), *own.items())}
+        tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
         left_out = input_items.over_budget(
             items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread
         )

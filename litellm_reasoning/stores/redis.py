@@ -348,14 +348,10 @@ class RedisStore(ReasoningStore):
     def _record_key(self, sid: str, key: str) -> str:
         return f"{self.prefix}r:{{{sid}}}:{key}" if self._tag else f"{self.prefix}r:{sid}:{key}"
 
-    def _size_key(self, sid: str, key: str) -> str:
-        """Where a record's size is kept beside it (what a reasoning budget decides from
-        before it reads), with the record's byte count: a record an earlier release rewrote
-        since no longer matches it."""
-        return f"{self.prefix}n:{{{sid}}}:{key}" if self._tag else f"{self.prefix}n:{sid}:{key}"
-
     def _size_key_of(self, name: str | bytes) -> str:
-        """The size key of a record key (`<prefix>r:…` -> `<prefix>n:…`)."""
+        """Where the record under key `name` (`<prefix>r:…`) has its size kept beside it
+        (`<prefix>n:…`, what a reasoning budget decides from before it reads), with the
+        record's byte count: a record an earlier release rewrote since no longer matches it."""
         text = name.decode() if isinstance(name, bytes) else name
         return f"{self.prefix}n{text[len(self.prefix) + 1 :]}"
 
@@ -385,13 +381,10 @@ class RedisStore(ReasoningStore):
             return None
         bodies = [body for _, body in kept.values()]
         sizes = [f"{size}:{len(body)}" for size, body in kept.values()]
+        names = [self._record_key(sid, key) for key in kept]
         ttl_ms = max(1, round(self.ttl_seconds * 1000))
         return {
-            "keys": [
-                self._index(sid),
-                *(self._record_key(sid, key) for key in kept),
-                *(self._size_key(sid, key) for key in kept),
-            ],
+            "keys": [self._index(sid), *names, *map(self._size_key_of, names)],
             "args": [
                 *(round(now * 1000), ttl_ms, self.max_records, len(self.prefix)),
                 *bodies,
@@ -431,17 +424,15 @@ class RedisStore(ReasoningStore):
     def sizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
         if not keys:
             return {}
-        sid = scope_id(scope)
-        names = [self._record_key(sid, key) for key in keys]
-        names += [self._size_key(sid, key) for key in keys]
+        names = self._names(scope, keys)
         sizes: dict[str, int | None] = {}
         for start in range(0, len(keys), _CHUNK):
-            chunk = list(keys[start : start + _CHUNK])
-            asked = names[start : start + len(chunk)]
-            asked += names[len(keys) + start : len(keys) + start + len(chunk)]
-            for key, size in zip(chunk, self._sync_sizes(keys=asked), strict=True):
-                if int(size) != -1:
-                    sizes[key] = int(size) if int(size) >= 0 else None
+            chunk = names[start : start + _CHUNK]
+            answers = self._sync_sizes(keys=[*chunk, *map(self._size_key_of, chunk)])
+            for key, answer in zip(keys[start : start + _CHUNK], answers, strict=True):
+                size = int(answer)
+                if size != -1:  # -1: no record; -2: its size unknown
+                    sizes[key] = size if size >= 0 else None
         return sizes
 
     async def asizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
@@ -490,7 +481,7 @@ class RedisStore(ReasoningStore):
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         if names := self._names(scope, keys):
             sid = scope_id(scope)
-            sizes = [self._size_key(sid, key) for key in keys]
+            sizes = [self._size_key_of(name) for name in names]
             if self.mode == "cluster":  # its pipelines take no multi-key UNLINK
                 self._sync.unlink(*names, *sizes)
                 self._sync.zrem(self._index(sid), *names)

@@ -349,21 +349,12 @@ class ResilientStore(ReasoningStore):
             return None
         if sizes is None:
             return None
-        self._sizes_held_locally(scope, keys, sizes)
+        # Records not written through yet: sized from the local layer a read would merge.
+        held = self._merge(scope, keys, {})
+        sizes.update((key, record_size(record)) for key, record in held.items())
         if self._succeeded("read"):
             self._flush()
         return sizes
-
-    def _sizes_held_locally(
-        self, scope: str, keys: Sequence[str], sizes: dict[str, int | None]
-    ) -> None:
-        """Records not written through yet are sized from the local layer (what a read would
-        merge from it)."""
-        with self._lock:
-            local = [k for k in keys if (scope, k) in self._pending]
-        if local:
-            held = self.local.get_many(scope, local)
-            sizes.update((key, record_size(record)) for key, record in held.items())
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         self._put(scope, records, required=False)

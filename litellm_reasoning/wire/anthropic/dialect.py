@@ -58,24 +58,30 @@ def signed_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
 
 def thinking_blocks(reasoning: Reasoning | None) -> list[dict[str, Any]]:
     """`reasoning` as Anthropic content blocks (unsigned parts left out)."""
-    if reasoning is None:
-        return []
-    blocks: list[dict[str, Any]] = []
-    for part in signed_parts(reasoning):
-        if part.kind == "redacted":
-            blocks.append({"type": "redacted_thinking", "data": part.data})
-        else:
-            blocks.append({"type": "thinking", "thinking": part.text, "signature": part.signature})
-    return blocks
+    return blocks_of(signed_parts(reasoning)) if reasoning is not None else []
+
+
+def issued_parts(record: Reasoning) -> tuple[ReasoningPart, ...]:
+    """The parts a provider issued as blocks, signed or not (redacted data, thinking)."""
+    return tuple(
+        part
+        for part in record.parts
+        if (part.kind == "redacted" and part.data) or part.kind == "thinking"
+    )
 
 
 def issued_blocks(record: Reasoning) -> list[dict[str, Any]]:
     """A record's blocks as their provider issued them (a signature only where it gave one)."""
+    return blocks_of(issued_parts(record))
+
+
+def blocks_of(parts: Iterable[ReasoningPart]) -> list[dict[str, Any]]:
+    """`parts` as Anthropic content blocks (a signature where the part has one)."""
     blocks: list[dict[str, Any]] = []
-    for part in record.parts:
-        if part.kind == "redacted" and part.data:
+    for part in parts:
+        if part.kind == "redacted":
             blocks.append({"type": "redacted_thinking", "data": part.data})
-        elif part.kind == "thinking":
+        else:
             block = {"type": "thinking", "thinking": part.text}
             if part.signature is not None:
                 block["signature"] = part.signature
@@ -204,14 +210,18 @@ class AnthropicDialect(BaseDialect):
     platform: ClassVar[str] = "anthropic"
     prefers_opaque: ClassVar[bool] = True
 
+    def sendable(self, reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
+        """The parts this target takes back as blocks: signed thinking and redacted data."""
+        return signed_parts(reasoning)
+
     def accepts(self, reasoning: Reasoning) -> bool:
         """Whether this target can take `reasoning` back: issued here (or by the client), and
-        holding at least one signed or redacted block."""
+        holding at least one block it takes (`sendable`)."""
         if reasoning.provider is not None and reasoning.provider not in ANTHROPIC_ISSUERS.get(
             self.platform, frozenset()
         ):
             return False
-        return bool(signed_parts(reasoning))
+        return bool(self.sendable(reasoning))
 
     def validity_start(self, messages: Sequence[Any]) -> int | None:
         """Claude's validity rule adds to the turn rule: the open tool loop's message keeps its
@@ -246,7 +256,7 @@ class AnthropicDialect(BaseDialect):
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)
         if reasoning is not None and self.accepts(reasoning):
-            blocks = thinking_blocks(reasoning)
+            blocks = blocks_of(self.sendable(reasoning))
             if blocks:
                 out["thinking_blocks"] = blocks
                 if out.get("tool_calls") and empty_content(out):
@@ -268,20 +278,8 @@ class AnthropicAsIssuedDialect(AnthropicDialect):
     name: ClassVar[str] = "anthropic_as_issued"
     patches_body: ClassVar[bool] = True
 
-    def accepts(self, reasoning: Reasoning) -> bool:
-        if reasoning.provider is not None and reasoning.provider not in ANTHROPIC_ISSUERS.get(
-            self.platform, frozenset()
-        ):
-            return False
-        return bool(issued_blocks(reasoning))
-
-    def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
-        out = strip_reasoning(message)
-        if reasoning is not None and self.accepts(reasoning):
-            out["thinking_blocks"] = issued_blocks(reasoning)
-            if out.get("tool_calls") and empty_content(out):
-                out["content"] = None  # as for Claude: no placeholder text beside the blocks
-        return out
+    def sendable(self, reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
+        return issued_parts(reasoning)
 
     def finish(
         self, sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning], model: str
