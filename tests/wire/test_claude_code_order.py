@@ -91,11 +91,14 @@ def callback(summaries: Summaries) -> Iterator[ReasoningCallback]:
 
 
 async def _summary(summaries: Summaries, model: str) -> dict[str, Any]:
-    """The summary of the last call to `model` (success events run after the call returns)."""
+    """The summary of the last call to `model` that sent an assistant message (success events
+    run after the call returns, a sync call's on LiteLLM's logging thread: under load the first
+    call's, which has none, may be logged after the second's)."""
     for _ in range(200):
         found = [s for name, got in summaries.by_model.items() if model in name for s in got]
-        if found and found[-1]["messages"]:
-            return found[-1]
+        with_messages = [s for s in found if s["messages"]]
+        if with_messages:
+            return with_messages[-1]
         await asyncio.sleep(0.05)
     raise AssertionError(f"no summary of the second call to {model}: {summaries.by_model}")
 
