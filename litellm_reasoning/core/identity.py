@@ -346,6 +346,15 @@ def anchor_at(
     return (b"", index + 1, system) if user is None else (user_shape, index - user, system)
 
 
+def place_of(anchor: Anchor) -> str:
+    """A digest of `anchor` alone: what a reply and the tool-call message it becomes share
+    whatever came before its user message (a history cut at its head keeps it). Never equal to
+    a conversation digest (it starts with "@")."""
+    user, offset, system = anchor
+    material = b"\x00".join((b"place", system.encode(), str(offset).encode(), user))
+    return "@" + hashlib.blake2b(material, digest_size=16).hexdigest()
+
+
 def leading_system_count(roles: Iterable[Any]) -> int:
     """How many messages the conversation's system prompt spans (its leading system and
     developer messages)."""

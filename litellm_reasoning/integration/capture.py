@@ -125,13 +125,17 @@ def records(
     if output is not None:
         return _responses_records(engine, call, output)
     out: dict[str, Reasoning] = {}
+    # The model that answered names the record: with Anthropic's `fallbacks` it is not the
+    # one asked for.
+    answered = getattr(response, "model", None)
+    model = answered if isinstance(answered, str) and answered else call.model
     for number, choice in enumerate(getattr(response, "choices", None) or ()):
         message = as_dict(getattr(choice, "message", None))
         if message is None:
             continue
         if streamed is not None:
             _add_streamed_details(message, streamed, choice, number)
-        reasoning = reasoning_from_message(message, provider=call.provider, model=call.model)
+        reasoning = reasoning_from_message(message, provider=call.provider, model=model)
         if reasoning is not None:
             reasoning = sendable(reasoning)
         if reasoning is not None and layout and number == 0:

@@ -86,6 +86,16 @@ class Request:
             self.legacy.update(self.history.legacy_keys_for(indices))
         return self.legacy
 
+    def place_of(self, index: int) -> str | None:
+        """Where message `index` stands in its turn (`identity.place_of`) when its key follows
+        from that place (a tool-call message's does); else None."""
+        message = self.messages[index]
+        if self.history is None or not isinstance(message, dict):
+            return None
+        if not identity.has_tool_call_ids(message):
+            return None
+        return identity.place_of(self.history.anchor(index))
+
 
 @dataclass(slots=True)
 class Engine:
@@ -197,7 +207,9 @@ class Engine:
         """Remember what this call's capture needs, and open it for later requests to wait on."""
         state.capture = capture_of
         state.handled = True
-        self.pending.open(state.id, capture_of.scope, capture_of.digest, state)
+        anchor = capture_of.anchor
+        place = None if anchor == identity.NO_ANCHOR else identity.place_of(anchor)
+        self.pending.open(state.id, capture_of.scope, capture_of.digest, state, place)
         self.cancellation.watch(state.id)
 
     # ------------------------------------------------------------------ lookup
@@ -209,13 +221,17 @@ class Engine:
         before: Mapping[int, str],
         legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
         required: bool = False,
+        places: Callable[[int], str | None] | None = None,
     ) -> Flow[dict[str, Reasoning]]:
         """The stored records of `keys` (then, for the ones missing, of their `legacy` keys),
         waiting (at most `capture_wait_seconds`) for a capture still running for a reply they
         belong to (streams and sync calls capture after the caller has the reply); a finished
         stream nobody captured yet (a client that stopped reading at the finish chunk) is
         captured now instead of waited for. `required`: the target refuses the request without
-        them, so the store may take its longer deadline."""
+        them, so the store may take its longer deadline. `places`: message index -> its place
+        in its turn (`identity.place_of`; None: its key does not follow from it), where a capture
+        is also found when no conversation state in `before` names it (a history cut at its
+        head), asked only for the messages the read missed."""
         if not keys:
             return {}
         if required:
@@ -223,6 +239,7 @@ class Engine:
         # Captures open before the read: one that closes while the read is under way may have
         # put its record (or kept it locally) just after the store answered.
         open_before = self.pending.open_among(scope, before.values())
+        closes_before = self.pending.closes
         found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
         if legacy is not None and not isinstance(found, LocalAnswer):
             # Earlier releases' keys: made and read only for the messages the read missed.
@@ -231,20 +248,24 @@ class Engine:
             older = sorted({key for i in missed for key in older_keys.get(i, ())})
             if older:
                 found.update((yield Read(scope, older, required)))
+        late: set[str] = set()
         if open_before:
             open_now = self.pending.open_among(scope, open_before)
-            late = sorted(
-                {
-                    key
-                    for i, key in keys.items()
-                    if key not in found and before.get(i) in open_before - open_now
-                }
-            )
-            if late:
-                found.update((yield Read(scope, late, required)))
+            late = {
+                key
+                for i, key in keys.items()
+                if key not in found and before.get(i) in open_before - open_now
+            }
+        if places is not None and self.pending.closes != closes_before:
+            for i, key in keys.items():
+                place = None if key in found or key in late else places(i)
+                if place is not None and self.pending.closed_since(scope, place, closes_before):
+                    late.add(key)
+        if late:
+            found.update((yield Read(scope, sorted(late), required)))
         deadline = time.monotonic() + self.capture_wait_seconds
         while True:
-            events, ready = self._open_captures(scope, keys, before, found)
+            events, ready = self._open_captures(scope, keys, before, found, places)
             for state, assembled in ready:
                 yield from capture.capture(self, state, assembled)
             if not events and not ready:
@@ -272,16 +293,24 @@ class Engine:
         keys: Mapping[int, str],
         before: Mapping[int, str],
         found: Mapping[str, Reasoning],
+        places: Callable[[int], str | None] | None = None,
     ) -> tuple[list[Any], list[tuple[CallState, Any]]]:
         """Captures still running for replies this request continues and has no record of
-        (`before[i]`: the conversation state message `i` answered; absent: none to wait for),
-        and the finished streams among them nobody captured yet."""
+        (`before[i]`: the conversation state message `i` answered; else its place in its turn,
+        `places(i)`; neither: none to wait for), and the finished streams among them nobody
+        captured yet."""
         events: list[Any] = []
         ready: list[tuple[CallState, Any]] = []
+        if not len(self.pending):
+            return events, ready
         for i, key in keys.items():
-            if key in found or i not in before:
+            if key in found:
                 continue
-            for event, state in self.pending.owners(scope, before[i]):
+            owners = self.pending.owners(scope, before[i]) if i in before else []
+            if not owners and places is not None:
+                place = places(i)
+                owners = self.pending.owners(scope, place) if place is not None else []
+            for event, state in owners:
                 if event.is_set():
                     continue
                 if isinstance(state, CallState):
@@ -342,7 +371,12 @@ class Engine:
         if unread:
             keys = {i: key for i, key in keys.items() if i not in unread}
         found = yield from self.lookup(
-            request.scope, keys, request.before, request.legacy_for, request.required
+            request.scope,
+            keys,
+            request.before,
+            request.legacy_for,
+            request.required,
+            request.place_of,
         )
         return self.complete(request, found, state, unread), request.target
 

@@ -219,35 +219,41 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
         text = "".join(sse)
         content = anthropic_messages.content_of_stream(text)
         usage = anthropic_messages.usage_of_stream(text) if content is not None else None
+        model = anthropic_messages.model_of_stream(text) if content is not None else None
     except Exception as exc:
         engine.report.fail("reading a /v1/messages stream", exc)
         return
     if content is not None:
-        yield from capture(engine, state, content, usage)
+        yield from capture(engine, state, content, usage, model)
 
 
 def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     """An SDK stream's reply, from the SSE bytes LiteLLM collected (`patches`): LiteLLM's
     success event carries it chat-shaped, which would be filed under the wrong key."""
     raw, state.raw_sse = state.raw_sse, None
-    content = usage = None
+    content = usage = model = None
     if raw is not None and not state.captured:
         try:
             text = b"".join(raw).decode("utf-8", "replace")
             content = anthropic_messages.content_of_stream(text)
             usage = anthropic_messages.usage_of_stream(text)
+            model = anthropic_messages.model_of_stream(text)
         except Exception as exc:
             engine.report.fail("reading a /v1/messages stream", exc)
     if content is None:  # nothing whole to keep (a cut stream), or captured already
         state.claim(engine)
         engine.pending.close(state.id)
         return
-    yield from capture(engine, state, content, usage)
+    yield from capture(engine, state, content, usage, model)
 
 
-def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = None) -> Flow[None]:
+def capture(
+    engine: Engine, state: CallState | None, content: Any, usage: Any = None, model: Any = None
+) -> Flow[None]:
     """An Anthropic-format reply's content blocks, kept under the key its assistant message
-    will have when the client sends it back; `usage`: the reply's (its prompt cache)."""
+    will have when the client sends it back; `usage`: the reply's (its prompt cache);
+    `model`: the model that answered (with Anthropic's `fallbacks`, not always the one asked
+    for), which the record names."""
     if state is None or not isinstance(content, list):
         return
     call = state.claim(engine)
@@ -256,9 +262,8 @@ def capture(engine: Engine, state: CallState | None, content: Any, usage: Any = 
             engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
         if call is None or not call.messages_format or call.continues_prefill:
             return
-        record = anthropic_messages.record_of_reply(
-            content, provider=call.provider, model=call.model
-        )
+        answered = model if isinstance(model, str) and model else call.model
+        record = anthropic_messages.record_of_reply(content, provider=call.provider, model=answered)
         if record is None:
             return
         record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)

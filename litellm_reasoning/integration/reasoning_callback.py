@@ -324,7 +324,11 @@ class ReasoningCallback(CustomLogger):
                 flow = capture.capture(self.engine, state, response)
         elif kind in MESSAGES_CALL_TYPES and isinstance(response, dict):
             flow = messages_route.capture(
-                self.engine, state, response.get("content"), response.get("usage")
+                self.engine,
+                state,
+                response.get("content"),
+                response.get("usage"),
+                response.get("model"),
             )
         if flow is not None:
             await adrive(self.engine.store, flow)

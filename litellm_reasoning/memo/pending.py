@@ -4,7 +4,10 @@ LiteLLM hands the assembled reply of a stream (and every sync reply) to callback
 the caller already has it, so a client that sends its next request at once can arrive before
 the capture is stored. Every call opens an entry under (scope, conversation digest); its capture
 or failure closes it. A later request that misses a record waits, briefly and only when an
-entry for exactly the conversation state that reply answered is still open.
+entry for exactly the conversation state that reply answered is still open. A call also files
+its entry under the reply's place in its turn (`identity.place_of`): a request whose history lost
+its head shares no conversation state with that call, but its tool-call message stands at the
+same place, and waits there.
 """
 
 from __future__ import annotations
@@ -12,31 +15,44 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections import OrderedDict
 from typing import Any
+
+_RECENT_CLOSES = 4096
+"""How many closed places are remembered (`closed_since`)."""
 
 
 class PendingCaptures:
     def __init__(self, *, max_age_seconds: float = 600.0, max_open: int = 10_000) -> None:
         self.max_age_seconds = max_age_seconds
         self.max_open = max_open
-        self._by_call: dict[str, tuple[tuple[str, str], threading.Event, float]] = {}
+        self._by_call: dict[str, tuple[tuple[tuple[str, str], ...], threading.Event, float]] = {}
         # Several calls can answer the same state (identical first prompts under one key).
         self._by_state: dict[tuple[str, str], list[threading.Event]] = {}
+        self.closes = 0
+        """How many entries were closed so far (`closed_since` counts from one of its values)."""
+        self._closed_places: OrderedDict[tuple[str, str], int] = OrderedDict()
         self._owners: dict[threading.Event, Any] = {}
         """Event -> what the caller filed with it (the call's state)."""
         self._lock = threading.Lock()
 
-    def open(self, call_id: str, scope: str, digest: str, owner: Any = None) -> None:
+    def open(
+        self, call_id: str, scope: str, digest: str, owner: Any = None, place: str | None = None
+    ) -> None:
+        """`digest`: the conversation state the reply answers; `place`: where the reply stands
+        in its turn (`identity.place_of`), also waited on."""
         now = time.monotonic()
         event = threading.Event()
+        states = ((scope, digest),) if place is None else ((scope, digest), (scope, place))
         with self._lock:
             self._expire(now)
             previous = self._by_call.pop(call_id, None)
             if previous is not None:  # a retry of the same call: its first attempt is over
                 self._forget(previous[0], previous[1])
                 previous[1].set()
-            self._by_call[call_id] = ((scope, digest), event, now)
-            self._by_state.setdefault((scope, digest), []).append(event)
+            self._by_call[call_id] = (states, event, now)
+            for state in states:
+                self._by_state.setdefault(state, []).append(event)
             if owner is not None:
                 self._owners[event] = owner
 
@@ -50,9 +66,14 @@ class PendingCaptures:
             entry = self._by_call.pop(call_id, None)
             if entry is None:
                 return
-            state, event, _ = entry
-            self._forget(state, event)
+            states, event, _ = entry
+            self._forget(states, event)
         event.set()
+
+    def closed_since(self, scope: str, place: str, closes: int) -> bool:
+        """Whether a capture filed under `place` closed after `self.closes` was `closes`."""
+        with self._lock:
+            return self._closed_places.get((scope, place), -1) > closes
 
     def pending(self, scope: str, digest: str) -> list[threading.Event]:
         """Open captures of replies to the conversation state `digest`."""
@@ -71,14 +92,21 @@ class PendingCaptures:
         with self._lock:
             return [(e, self._owners.get(e)) for e in self._by_state.get((scope, digest), ())]
 
-    def _forget(self, state: tuple[str, str], event: threading.Event) -> None:
+    def _forget(self, states: tuple[tuple[str, str], ...], event: threading.Event) -> None:
         self._owners.pop(event, None)
-        events = self._by_state.get(state)
-        if events is None:
-            return
-        events[:] = [e for e in events if e is not event]
-        if not events:
-            del self._by_state[state]
+        self.closes += 1
+        for state in states:
+            events = self._by_state.get(state)
+            if events is not None:
+                events[:] = [e for e in events if e is not event]
+                if not events:
+                    del self._by_state[state]
+        if len(states) > 1:
+            recent = self._closed_places
+            recent[states[1]] = self.closes
+            recent.move_to_end(states[1])
+            if len(recent) > _RECENT_CLOSES:
+                recent.popitem(last=False)
 
     def _expire(self, now: float) -> None:
         # Insertion order is age order: the oldest entries come first.
@@ -88,8 +116,8 @@ class PendingCaptures:
                 break
             stale.append(cid)
         for call_id in stale:
-            state, event, _ = self._by_call.pop(call_id)
-            self._forget(state, event)
+            states, event, _ = self._by_call.pop(call_id)
+            self._forget(states, event)
             event.set()
 
     def __len__(self) -> int:

@@ -380,6 +380,27 @@ class TestPendingCaptures:
         pending.close("c1")
         assert pending.pending("s", "d") == [] and len(pending) == 0
 
+    def test_a_capture_is_found_by_its_place_and_its_close_is_remembered(self) -> None:
+        """A call filed under its reply's place is found there too; closing it forgets both
+        and remembers that the place closed (a read under way when it closed reads again)."""
+        from litellm_reasoning.core.identity import place_of
+        from litellm_reasoning.memo.pending import PendingCaptures
+
+        place = place_of((b'{"role":"user"}', 1, "sys"))
+        assert place.startswith("@") and place != place_of((b'{"role":"user"}', 2, "sys"))
+        pending = PendingCaptures()
+        pending.open("c1", "s", "d", owner="state", place=place)
+        [(event, owner)] = pending.owners("s", place)
+        assert owner == "state" and pending.owners("t", place) == []
+        before = pending.closes
+        assert not pending.closed_since("s", place, before)
+        pending.close("c1")
+        assert event.is_set() and pending.owners("s", place) == []
+        assert pending.pending("s", "d") == []
+        assert pending.closed_since("s", place, before)
+        assert not pending.closed_since("s", place, pending.closes)
+        assert not pending.closed_since("t", place, before)
+
     def test_open_captures_are_bounded(self) -> None:
         from litellm_reasoning.memo.pending import PendingCaptures
 

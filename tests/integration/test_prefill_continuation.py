@@ -6,8 +6,10 @@ whole message's, nor as one issuer's."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 from collections.abc import Iterator
+from typing import Any
 
 import litellm
 import pytest
@@ -119,3 +121,49 @@ async def test_a_mid_stream_continuation_on_another_provider_is_not_kept(
         await router.acompletion(model="b", messages=messages)
         sent = up.bodies("deepseek-reasoner")[-1]["messages"]
     assert sent[1]["role"] == "assistant" and not sent[1].get("reasoning_content")
+
+
+async def test_a_stream_restarted_after_a_cut_keeps_only_the_attempt_the_client_got(
+    callback: ReasoningCallback,
+) -> None:
+    """A stream breaks after its reasoning began (LiteLLM raises, or ends it short) and the
+    client starts the same request again, here on another server of the same deployment
+    (a retry, a restart): the broken attempt stores nothing, the finished one is kept, and the
+    conversation's next request gets exactly the reasoning of the reply the client has."""
+    cut_reply = {"reasoning_content": "A thinks at length about it.", "content": "A says 42."}
+    events = [
+        event + "\n\n"
+        for event in sse_from_message("deepseek-reasoner", cut_reply, "stop").split("\n\n")
+        if event.strip()
+    ]
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Why 42?"}]
+    with CutServer() as cut, Upstream() as up:
+        cut.plan("deepseek-reasoner", Plan(events=events, cut=4, how="eof"))
+        up.script(
+            "deepseek-reasoner",
+            Reply(message={"reasoning_content": B_REASONING, "content": "B says 42."}),
+            Reply(message={"content": "Because."}),
+        )
+        common = {"model": "deepseek/deepseek-reasoner", "api_key": "k", "num_retries": 0}
+        broken = ""
+        with contextlib.suppress(Exception):  # LiteLLM's verdict on a cut stream varies by line
+            stream = await litellm.acompletion(
+                messages=messages, stream=True, api_base=cut.base_url, max_retries=0, **common
+            )
+            async for chunk in stream:
+                broken += getattr(chunk.choices[0].delta, "reasoning_content", None) or ""
+        assert broken and "A thinks at length about it.".startswith(broken)
+        text = ""
+        stream = await litellm.acompletion(
+            messages=messages, stream=True, api_base=up.base_url, **common
+        )
+        async for chunk in stream:
+            text += chunk.choices[0].delta.content or ""
+        messages += [
+            {"role": "assistant", "content": text},
+            {"role": "user", "content": "Say why.", "turn": False},
+        ]
+        await litellm.acompletion(messages=messages, api_base=up.base_url, **common)
+        sent = up.bodies("deepseek-reasoner")[-1]["messages"]
+    assert [r.text for r in stored(callback)] == [B_REASONING]
+    assert sent[1]["reasoning_content"] == B_REASONING

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -16,6 +17,7 @@ import litellm
 import pytest
 import redis as redis_client
 from conftest import register, settled
+from litellm.integrations.custom_logger import CustomLogger
 from litellm.types.utils import Message
 from reliability_utils import openrouter_stream
 
@@ -473,6 +475,74 @@ async def test_a_stream_left_at_its_finish_chunk_is_captured_and_nothing_waits(
     assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["kept"]
     assert callback.stats["waited"] == 0
     assert elapsed < 20.0  # far below the 30 s it would wait for a capture that never comes
+
+
+class _HeldLogger(CustomLogger):
+    """Another callback of the deployment (a tracer, say) that holds LiteLLM's logging thread
+    once `hold` is set, until `free` is: what a proxy under load does to every sync capture."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hold = threading.Event()
+        self.free = threading.Event()
+
+    def log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any
+    ) -> None:
+        if self.hold.is_set():
+            self.free.wait(20.0)
+
+
+async def test_a_history_cut_at_its_head_waits_for_the_capture_its_reply_is_in(
+    upstream: Upstream,
+) -> None:
+    """A coding agent cuts the head of its history while the capture of its last reply has not
+    run yet (a sync call is captured on LiteLLM's logging thread, here held by another callback
+    as load holds it). No earlier state of the cut history is one that capture was filed under,
+    but its tool-call message stands at the same place after the same user message and system
+    prompt: the request waits for the capture there and restores the reasoning Kimi refuses the
+    message without. The logging thread is freed once the request waits (or after 15 s)."""
+    callback = ReasoningCallback(capture_wait_seconds=30.0)
+    held = _HeldLogger()
+    litellm.logging_callback_manager._reset_all_callbacks()
+    litellm.callbacks = [held, callback]
+    model = f"cut-{uuid.uuid4().hex[:6]}"
+    upstream.script(
+        model,
+        Reply(message={"content": "first answer", "reasoning_content": "one"}),
+        _tool_reply("kept", "c2"),
+        Reply(message={"content": "done"}),
+    )
+    system = {"role": "system", "content": "You are a coding agent."}
+    first = [system, {"role": "user", "content": "Fix a.py."}]
+    kimi = {**_common(upstream, model), "model": f"moonshot/{model}"}
+    second = [
+        *first,
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "Now b.py."},
+    ]
+
+    def free_once_waited() -> None:
+        deadline = time.monotonic() + 15.0
+        while callback.stats["waited"] == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        held.free.set()
+
+    try:
+        litellm.completion(messages=first, **kimi)
+        await settled(callback)
+        held.hold.set()
+        litellm.completion(messages=second, **kimi)
+        threading.Thread(target=free_once_waited, daemon=True).start()
+        litellm.completion(messages=[system, *second[3:], *_tool_step("c2")], **kimi)
+        held.free.set()
+        await settled(callback)
+    finally:
+        held.free.set()
+        litellm.logging_callback_manager._reset_all_callbacks()
+    assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["kept"]
+    assert callback.stats["waited"] >= 1
+    assert callback.stats["captured"] == 2
 
 
 def test_a_sync_stream_left_at_its_finish_chunk_is_captured(upstream: Upstream) -> None:

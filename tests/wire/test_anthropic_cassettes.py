@@ -373,7 +373,10 @@ async def test_anthropic_tool_loop_sends_the_signed_thinking_back_exactly(
     await eventually(lambda: callback.stats["captured"] >= 1)
     first = spy(callback).records[0]
     assert record_parts(first) == parts_of(reply_blocks)
-    assert (first.provider, first.model) == ("anthropic", "claude-sonnet-4-0")
+    # the model that answered (the recorded reply names the snapshot behind the alias asked for)
+    answered = json.loads(rec[0]["response"])["model"]
+    assert rec[0]["request"]["model"] == "claude-sonnet-4-0" != answered
+    assert (first.provider, first.model) == ("anthropic", answered)
     assert callback.stats["restored"] == (0 if keep else 1)
     assert callback.stats["thinking_disabled"] == 0
     assert callback.stats["dropped"] == 0

@@ -1,9 +1,10 @@
 """`anthropic/` deployments at a third-party Anthropic-compatible API (MiniMax, Kimi, DeepSeek,
-MiMo: a custom `api_base`) on the chat route: their thinking blocks carry no Anthropic
-signature. A client that drops them gets them back as the deployment issued them, in place
-(LiteLLM 1.110 drops unsigned blocks when it translates a chat message: they are put on the
-body it built); never on another deployment's request (another credential: a real Claude
-would refuse an unsigned block), and Claude's own signed path is unchanged (its tests).
+MiMo, Thinking Machines' Tinker for Inkling: a custom `api_base`) on the chat route: their
+thinking blocks carry no Anthropic signature. A client that drops them gets them back as the
+deployment issued them, in place (LiteLLM 1.110 drops unsigned blocks when it translates a chat
+message: they are put on the body it built); never on another deployment's request (another
+credential: a real Claude would refuse an unsigned block), and Claude's own signed path is
+unchanged (its tests).
 
 Through real LiteLLM (`acompletion` and `completion`) against the local Anthropic-format
 server."""
@@ -69,7 +70,7 @@ async def _tool_loop(
 
 @pytest.mark.parametrize("stream", [False, True])
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
-@pytest.mark.parametrize("model", ["MiniMax-M3", "kimi-k2.7"])
+@pytest.mark.parametrize("model", ["MiniMax-M3", "kimi-k2.7", "thinkingmachines/inkling"])
 async def test_a_third_party_apis_blocks_go_back_as_issued(
     how: str, model: str, stream: bool
 ) -> None:

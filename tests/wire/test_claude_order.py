@@ -34,6 +34,7 @@ from clients import (
     tool_result as _result,
 )
 from conftest import register
+from reliability_utils import stored
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
@@ -524,3 +525,35 @@ def test_bedrock_never_gets_a_reasoning_only_assistant_message() -> None:
     }
     answered = dialect.render({"role": "assistant", "content": "Hi."}, record)
     assert answered["thinking_blocks"] == [_thinking("t", SIG[0])]
+
+
+# ------------------------------------------------------------------ Anthropic's `fallbacks`
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+@pytest.mark.parametrize("how", CALLS)
+async def test_a_fallback_reply_is_kept_as_the_model_that_answered_it(
+    how: str, stream: bool, claude: AnthropicUpstream, callback: ReasoningCallback
+) -> None:
+    """Anthropic's `fallbacks` (Fable 5): another model answers, and the reply's `model` says
+    which. Its signed blocks go back to the conversation's next request like any Claude reply
+    (same credentials: the blocks are Anthropic's, the strict server takes them), and the
+    record names the model that answered, not the one asked for (on a stream LiteLLM names every
+    chunk, and the reply it assembles, after the model asked for: the record can only do the
+    same; `/v1/messages` reads it from the stream itself, `test_messages_sdk`)."""
+    model = f"claude-fable-5-{how}-{stream}"
+    blocks = [_thinking("Read a.py first.", SIG[0]), _use("toolu_fb1", "a.py")]
+    claude.script(
+        model,
+        AnthropicReply(blocks, extra={"model": "claude-opus-4-6"}),
+        AnthropicReply([{"type": "text", "text": "Done."}]),
+    )
+    refused = len(claude.refusals)
+    messages: list[Any] = [{"role": "user", "content": "Fix a.py"}]
+    reply = await call(how, model, claude, messages, stream=stream)
+    messages += [dropping_client(reply), _result("toolu_fb1")]
+    await call(how, model, claude, messages, stream=stream)
+    assert claude.refusals[refused:] == []
+    assert _assistant_content(claude.bodies(model)[-1], 0) == blocks
+    models = [record.model for record in stored(callback)]
+    assert models == ([model] if stream else ["claude-opus-4-6"])

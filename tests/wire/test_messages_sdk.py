@@ -14,6 +14,7 @@ import pytest
 from clients import THINKING
 from conftest import register
 from litellm.integrations.custom_logger import CustomLogger
+from reliability_utils import stored
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
@@ -497,3 +498,42 @@ async def test_after_a_compaction_block_kept_turns_go_back_whole_and_nothing_bef
     assert wire[7]["content"] == answer
     # The old block, cut in each of the three requests after it (a keeping client sent it).
     assert callback.stats["over_budget"] == (3 if keeps else 0)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
+async def test_a_fallback_reply_is_kept_as_the_model_that_answered_it(
+    callback: ReasoningCallback, stream: bool
+) -> None:
+    """Anthropic's `fallbacks` (Fable 5): another model answers and the reply's `model` (the
+    stream's `message_start`) says which. The record names that model; its signed blocks go
+    back in place to the conversation's next request (same credentials)."""
+    if stream:
+        _streams_need_the_proxy_extra()
+    model = f"claude-fable-5-messages-{stream}"
+    with AnthropicUpstream(strict=True) as claude:
+        claude.script(model, AnthropicReply(REPLY, extra={"model": "claude-opus-4-6"}))
+        claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+        params = _params(model, claude.base_url)
+        messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
+        if stream:
+            reply = await litellm.anthropic.messages.acreate(
+                messages=messages, stream=True, **params
+            )
+            assert b'"claude-opus-4-6"' in b"".join([c async for c in reply])
+        else:
+            assert (await litellm.anthropic.messages.acreate(messages=messages, **params))[
+                "model"
+            ] == "claude-opus-4-6"
+        messages += [
+            {"role": "assistant", "content": [b for b in REPLY if b["type"] != "thinking"]},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": "toolu_sdk_1", "content": "x"}],
+            },
+        ]
+        await litellm.anthropic.messages.acreate(messages=messages, **params)
+        wire = claude.bodies(model)[-1]["messages"]
+    assert claude.refusals == []
+    assert wire[1]["content"] == REPLY
+    models = [record.model for record in stored(callback)]
+    assert models == ["claude-opus-4-6"]

@@ -316,6 +316,16 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     return [blocks[i] for i in sorted(blocks)]
 
 
+def model_of_stream(sse: str) -> str | None:
+    """The model that answered a streamed Anthropic-format reply (`message_start`'s)."""
+    for event in _events(sse, ("message_start",)):
+        message = event.get("message")
+        model = message.get("model") if isinstance(message, dict) else None
+        if isinstance(model, str) and model:
+            return model
+    return None
+
+
 def usage_of_stream(sse: str) -> dict[str, Any] | None:
     """The `usage` of a streamed Anthropic-format reply: `message_start`'s, updated by
     `message_delta`'s (None: neither carried one)."""
