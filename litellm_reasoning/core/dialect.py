@@ -90,6 +90,9 @@ class Dialect(Protocol):
     """True when the target refuses an assistant message it wants reasoning on without it."""
     has_tool_loop_rule: ClassVar[bool]
     """True when `validity_start` can require reasoning (an open tool loop's)."""
+    streams_details_apart: ClassVar[bool]
+    """True when LiteLLM drops a streamed reply's `reasoning_details` from the chunks of an
+    OpenAI-compatible stream: they are merged from the raw deltas for the capture."""
 
     def accepts(self, reasoning: Reasoning) -> bool:
         """Whether this target can take `reasoning` back (signed by another issuer: no)."""

@@ -39,6 +39,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..core.spelling import boolean
+from ..wire import get_dialect
 from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
@@ -205,6 +206,7 @@ def watch_streams() -> None:
     are read where OpenRouter's chunks are parsed.
     """
     from litellm.litellm_core_utils.streaming_handler import CustomStreamWrapper
+    from litellm.llms.openai.chat.gpt_transformation import OpenAIChatCompletionStreamingHandler
     from litellm.llms.openrouter.chat import transformation
 
     handler = transformation.OpenRouterChatCompletionStreamingHandler
@@ -226,34 +228,48 @@ def watch_streams() -> None:
                         chunks = getattr(self, "chunks", None)
                         state.stream_chunks = chunks if isinstance(chunks, list) else None
                         stream = getattr(self, "completion_stream", None)
-                        if isinstance(stream, handler):
+                        if isinstance(stream, handler) or (
+                            isinstance(stream, OpenAIChatCompletionStreamingHandler)
+                            and _details_apart(state)
+                        ):
                             state.streamed_details = StreamedDetails()
                             stream._litellm_reasoning_state = state
 
             __init__._litellm_reasoning = True  # type: ignore[attr-defined]
             CustomStreamWrapper.__init__ = __init__
 
-        parse = handler.chunk_parser
-        if getattr(parse, "_litellm_reasoning", False):
-            return
+        for parsing in (handler, OpenAIChatCompletionStreamingHandler):
+            if not getattr(parsing.chunk_parser, "_litellm_reasoning", False):
+                parsing.chunk_parser = _feeding_details(parsing.chunk_parser)
 
-        @functools.wraps(parse)
-        def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
-            with contextlib.suppress(Exception):  # watching must never break the stream
-                state = getattr(self, "_litellm_reasoning_state", None)
-                details = state.streamed_details if isinstance(state, CallState) else None
-                if details is not None:
-                    for choice in chunk.get("choices") or ():
-                        delta = choice.get("delta") or {}
-                        details.feed(
-                            choice.get("index", 0),
-                            delta.get("reasoning_details"),
-                            finished=choice.get("finish_reason") is not None,
-                        )
-            return parse(self, chunk)
 
-        chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
-        handler.chunk_parser = chunk_parser
+def _details_apart(state: CallState) -> bool:
+    """Whether the call's target is one whose streamed `reasoning_details` LiteLLM drops."""
+    target = state.rendered_for
+    return target is not None and get_dialect(target.dialect).streams_details_apart
+
+
+def _feeding_details(parse: Callable[[Any, dict[str, Any]], Any]) -> Any:
+    """`parse` (a stream handler's `chunk_parser`) feeding each raw chunk's `reasoning_details`
+    to the call's `StreamedDetails`, for a stream tied to one (`watch_streams`)."""
+
+    @functools.wraps(parse)
+    def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
+        with contextlib.suppress(Exception):  # watching must never break the stream
+            state = getattr(self, "_litellm_reasoning_state", None)
+            details = state.streamed_details if isinstance(state, CallState) else None
+            if details is not None:
+                for choice in chunk.get("choices") or ():
+                    delta = choice.get("delta") or {}
+                    details.feed(
+                        choice.get("index", 0),
+                        delta.get("reasoning_details"),
+                        finished=choice.get("finish_reason") is not None,
+                    )
+        return parse(self, chunk)
+
+    chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
+    return chunk_parser
 
 
 _MESSAGES_STREAM_LOCK = threading.Lock()

@@ -23,6 +23,7 @@ class BaseDialect:
     keeps_block_order: ClassVar[bool] = False
     requires_reasoning: ClassVar[bool] = False
     has_tool_loop_rule: ClassVar[bool] = False
+    streams_details_apart: ClassVar[bool] = False
 
     def accepts(self, reasoning: Reasoning) -> bool:
         return True

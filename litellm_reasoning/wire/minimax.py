@@ -6,7 +6,8 @@ reports large quality losses when interleaved thinking is dropped). Without
 back whole; LiteLLM splits it off into `reasoning_content` (exactly: the text between the tags,
 the rest after them), so it goes back as it came: `<think>` + text + `</think>` + content.
 LiteLLM keeps the details in `provider_specific_fields` on replies and passes a top-level
-`reasoning_details` to the wire (1.106.12, 1.110.2).
+`reasoning_details` to the wire (1.106.12, 1.110.2); from a stream it keeps none, so they are
+merged from the raw deltas as OpenRouter's are.
 
 Only details MiniMax issued (or the client kept) go back. Pure: no LiteLLM, no I/O."""
 
@@ -25,6 +26,9 @@ THINK, END_THINK = "<think>", "</think>"
 
 class MinimaxDialect(BaseDialect):
     name: ClassVar[str] = "minimax"
+    # LiteLLM yields no chunk of a stream's `reasoning_details` (1.106.12-1.110.2); MiniMax
+    # streams each detail's text in increments (MiniMax-AI/MiniMax-M2 issue #95).
+    streams_details_apart: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:
         if reasoning.provider not in (None, ISSUER):

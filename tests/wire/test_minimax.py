@@ -5,6 +5,7 @@ is never touched."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
@@ -94,3 +95,56 @@ async def test_think_text_goes_back_in_content_as_it_came(
         sent = minimax.bodies(MODEL)[-1]["messages"]
     assert (reply.content, reply.reasoning_content) == ("Hello!", "The user greets me.")
     assert sent[1] == {"role": "assistant", "content": content}
+
+
+def _split_stream(pieces: list[str]) -> str:
+    """A MiniMax stream with `reasoning_split`: each chunk's `reasoning_details[].text` is the
+    new text only (incremental: MiniMax-AI/MiniMax-M2 issue #95, tested against the API), the
+    detail's id, format and index repeated; then the tool call."""
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> str:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish}
+        body = {
+            "id": "mm-1",
+            "object": "chat.completion.chunk",
+            "model": MODEL,
+            "choices": [choice],
+        }
+        return f"data: {json.dumps(body)}\n\n"
+
+    head = {k: v for k, v in DETAILS[0].items() if k != "text"}
+    out = [chunk({"role": "assistant", "content": ""})]
+    out += [chunk({"reasoning_details": [{**head, "text": piece}]}) for piece in pieces]
+    start = {**CALL, "index": 0, "function": {"name": "f", "arguments": ""}}
+    out.append(chunk({"tool_calls": [start]}))
+    out.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}))
+    out.append(chunk({}, "tool_calls"))
+    return "".join(out) + "data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize("how", ["acompletion", "completion"])
+async def test_a_split_stream_is_captured_whole_and_goes_back_unmodified(
+    callback: ReasoningCallback, how: str
+) -> None:
+    """A streamed reply with `reasoning_split`: LiteLLM drops `reasoning_details` from the
+    chunks it assembles, so they are merged from the raw deltas; the dropping client's next
+    request carries the whole detail, as the non-streamed reply would have given it."""
+    text = DETAILS[0]["text"]
+    pieces = [text[:6], text[6:14], text[14:]]
+    with Upstream() as minimax:
+        minimax.script(
+            MODEL, Reply(raw_body=_split_stream(pieces), content_type="text/event-stream")
+        )
+        minimax.always(MODEL, Reply(message={"content": "Done."}))
+        target = (f"minimax/{MODEL}", minimax.base_url)
+        split: dict[str, Any] = {"tools": TOOLS, "reasoning_split": True}
+        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
+        await complete(how, *target, messages, stream=True, **split)
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
+            {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
+        ]
+        await complete(how, *target, messages, stream=False, **split)
+        bodies = minimax.bodies(MODEL)
+    assert bodies[1]["messages"][1]["reasoning_details"] == DETAILS
+    assert callback.stats["restored"] == 1
