@@ -19,6 +19,7 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 
 MODEL = "MiniMax-M2.5"
 TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+SPLIT: dict[str, Any] = {"tools": TOOLS, "reasoning_split": True}
 CALL = {
     "id": "call_function_mm_1",
     "type": "function",
@@ -41,30 +42,36 @@ def callback() -> Iterator[ReasoningCallback]:
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
+async def _tool_step(
+    how: str, minimax: Upstream, first: Reply, *, stream: bool
+) -> list[dict[str, Any]]:
+    """A tool call answered with `first` (streamed or not), then the tool's result from a
+    client that dropped the details; the messages sent, for more turns."""
+    minimax.script(MODEL, first)
+    minimax.always(MODEL, Reply(message={"content": "Done."}))
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
+    await complete(how, f"minimax/{MODEL}", minimax.base_url, messages, stream=stream, **SPLIT)
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
+        {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
+    ]
+    await complete(how, f"minimax/{MODEL}", minimax.base_url, messages, stream=False, **SPLIT)
+    return messages
+
+
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 async def test_reasoning_details_go_back_unmodified_on_every_turn(
     callback: ReasoningCallback, how: str
 ) -> None:
     with Upstream() as minimax:
-        minimax.script(
-            MODEL,
-            Reply(message={"content": "", "reasoning_details": DETAILS, "tool_calls": [CALL]}),
-        )
-        minimax.always(MODEL, Reply(message={"content": "Done."}))
+        first = Reply(message={"content": "", "reasoning_details": DETAILS, "tool_calls": [CALL]})
+        messages = await _tool_step(how, minimax, first, stream=False)
         target = (f"minimax/{MODEL}", minimax.base_url)
-        split: dict[str, Any] = {"tools": TOOLS, "reasoning_split": True}
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-        await complete(how, *target, messages, stream=False, **split)
-        messages += [
-            {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
-            {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
-        ]
-        await complete(how, *target, messages, stream=False, **split)
         messages += [
             {"role": "assistant", "content": "Done."},
             {"role": "user", "content": "And now?"},  # a new turn: still sent
         ]
-        await complete(how, *target, messages, stream=False, **split)
+        await complete(how, *target, messages, stream=False, **SPLIT)
         bodies = minimax.bodies(MODEL)
     assert bodies[1]["messages"][1]["reasoning_details"] == DETAILS
     assert bodies[2]["messages"][1]["reasoning_details"] == DETAILS
@@ -132,19 +139,8 @@ async def test_a_split_stream_is_captured_whole_and_goes_back_unmodified(
     text = DETAILS[0]["text"]
     pieces = [text[:6], text[6:14], text[14:]]
     with Upstream() as minimax:
-        minimax.script(
-            MODEL, Reply(raw_body=_split_stream(pieces), content_type="text/event-stream")
-        )
-        minimax.always(MODEL, Reply(message={"content": "Done."}))
-        target = (f"minimax/{MODEL}", minimax.base_url)
-        split: dict[str, Any] = {"tools": TOOLS, "reasoning_split": True}
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-        await complete(how, *target, messages, stream=True, **split)
-        messages += [
-            {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
-            {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
-        ]
-        await complete(how, *target, messages, stream=False, **split)
+        streamed = Reply(raw_body=_split_stream(pieces), content_type="text/event-stream")
+        await _tool_step(how, minimax, streamed, stream=True)
         bodies = minimax.bodies(MODEL)
     assert bodies[1]["messages"][1]["reasoning_details"] == DETAILS
     assert callback.stats["restored"] == 1
