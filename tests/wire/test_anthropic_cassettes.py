@@ -33,7 +33,7 @@ from vcr.request import Request
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.reasoning import Reasoning
-from litellm_reasoning.stores import MemoryStore
+from litellm_reasoning.testing.stores import SpyStore
 
 CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]
@@ -270,22 +270,6 @@ async def play(
 
 
 # ---------------------------------------------------------------- fixtures
-
-
-class SpyStore(MemoryStore):
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[Reasoning] = []
-
-    def put_many(self, scope: str, records: Any) -> None:
-        self.records.extend(records.values())
-        super().put_many(scope, records)
-
-    async def aput_many(self, scope: str, records: Any) -> None:
-        self.put_many(scope, records)
-
-    def __bool__(self) -> bool:
-        return True
 
 
 @pytest.fixture

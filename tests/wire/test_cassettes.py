@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -30,8 +30,7 @@ from cassette_utils import (
 )
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.core.reasoning import Reasoning
-from litellm_reasoning.stores import MemoryStore
+from litellm_reasoning.testing.stores import SpyStore
 
 Mode = Literal["sync", "async"]
 MODES: tuple[Mode, ...] = ("sync", "async")
@@ -191,23 +190,6 @@ def _reset_litellm_callbacks() -> None:
     # failure lists and refuses a second instance of the same class there, so a later test's
     # callback would never see its captures.
     litellm.logging_callback_manager._reset_all_callbacks()
-
-
-class SpyStore(MemoryStore):
-    """A `MemoryStore` that also lists every record the callback put into it, in order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[Reasoning] = []
-
-    def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        self.records.extend(records.values())
-        super().put_many(scope, records)
-
-    def __bool__(self) -> bool:
-        # ReasoningCallback.__init__ uses `store or MemoryStore()`, which replaces any store that
-        # is empty (len 0) when passed, so an empty store must not be falsy (see the report).
-        return True
 
 
 def spy(callback: ReasoningCallback) -> SpyStore:
