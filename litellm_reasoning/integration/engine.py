@@ -376,7 +376,9 @@ class Engine:
             request.before,
             request.legacy_for,
             request.required,
-            request.place_of,
+            # By place only where the target refuses the request without the record: another
+            # conversation's capture at the same place can make a miss wait.
+            request.place_of if request.required else None,
         )
         return self.complete(request, found, state, unread), request.target
 
