@@ -218,8 +218,11 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
             return
         text = "".join(sse)
         content = anthropic_messages.content_of_stream(text)
-        usage = anthropic_messages.usage_of_stream(text) if content is not None else None
-        model = anthropic_messages.model_of_stream(text) if content is not None else None
+        usage, model = (
+            anthropic_messages.usage_and_model_of_stream(text)
+            if content is not None
+            else (None, None)
+        )
     except Exception as exc:
         engine.report.fail("reading a /v1/messages stream", exc)
         return
@@ -236,8 +239,7 @@ def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
         try:
             text = b"".join(raw).decode("utf-8", "replace")
             content = anthropic_messages.content_of_stream(text)
-            usage = anthropic_messages.usage_of_stream(text)
-            model = anthropic_messages.model_of_stream(text)
+            usage, model = anthropic_messages.usage_and_model_of_stream(text)
         except Exception as exc:
             engine.report.fail("reading a /v1/messages stream", exc)
     if content is None:  # nothing whole to keep (a cut stream), or captured already

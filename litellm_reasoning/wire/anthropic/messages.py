@@ -316,30 +316,30 @@ def content_of_stream(sse: str) -> list[dict[str, Any]] | None:
     return [blocks[i] for i in sorted(blocks)]
 
 
-def model_of_stream(sse: str) -> str | None:
-    """The model that answered a streamed Anthropic-format reply (`message_start`'s)."""
-    for event in _events(sse, ("message_start",)):
-        message = event.get("message")
-        model = message.get("model") if isinstance(message, dict) else None
-        if isinstance(model, str) and model:
-            return model
-    return None
-
-
 def usage_of_stream(sse: str) -> dict[str, Any] | None:
-    """The `usage` of a streamed Anthropic-format reply: `message_start`'s, updated by
-    `message_delta`'s (None: neither carried one)."""
+    """The `usage` of a streamed Anthropic-format reply (`usage_and_model_of_stream`)."""
+    return usage_and_model_of_stream(sse)[0]
+
+
+def usage_and_model_of_stream(sse: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The `usage` of a streamed Anthropic-format reply (`message_start`'s, updated by
+    `message_delta`'s; None: neither carried one) and the model that answered it
+    (`message_start`'s), in one pass."""
     usage: dict[str, Any] | None = None
+    model: str | None = None
     for event in _events(sse, ("message_start", "message_delta")):
         if event.get("type") == "message_start" and isinstance(event.get("message"), dict):
             found = event["message"].get("usage")
+            answered = event["message"].get("model")
+            if model is None and isinstance(answered, str) and answered:
+                model = answered
         elif event.get("type") == "message_delta":
             found = event.get("usage")
         else:
             continue
         if isinstance(found, dict):
             usage = {**(usage or {}), **found}
-    return usage
+    return usage, model
 
 
 _DELTA_FIELDS = {
