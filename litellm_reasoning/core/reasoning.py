@@ -102,6 +102,11 @@ class Reasoning:
     known (a record of release 0.2.0 or earlier, the client's own)."""
     deployment: str | None = None
     """LiteLLM's id of the Router deployment that issued it, when there was one."""
+    conversation: str | None = field(default=None, compare=False)
+    """For a record under a tool-call key (which two conversations can share): the digest of
+    the conversation before its message, marked once another conversation wrote the key
+    (`shared_keys`). Kept beside the record by the stores (the codec's envelope), not in
+    `to_json`; None: any other record, or one an earlier release wrote."""
     # Derived from `parts` when first asked for (a record is read on many requests: its text,
     # emptiness and size are worked out once per process). Not part of its value.
     _text: str | None = field(default=None, init=False, repr=False, compare=False)

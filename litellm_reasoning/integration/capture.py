@@ -153,10 +153,12 @@ def records(
         shape = identity.canonical(message)
         digest = identity.chain(call.digest, shape)
         key = identity.message_key(call.scope, message, digest, shape, call.anchor)
-        out[key] = reasoning
+        placed = identity.has_tool_call_ids(message)
+        # A tool-call key two conversations can share: the record says whose it is.
+        out[key] = dataclasses.replace(reasoning, conversation=call.digest) if placed else reasoning
         previous = (
             identity.previous_tool_call_keys(call.scope, message, shape, call.anchor)
-            if engine.legacy_keys_on
+            if engine.legacy_keys_on and placed
             else None
         )
         if previous is not None:  # for replicas still on the previous release (0.2.0, 0.3.0)

@@ -26,6 +26,7 @@ from ..core.messages import continues_prefill
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning, tokens_of_chars
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
+from ..core.shared_keys import Reading, exact_key, reading
 from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
 from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
@@ -217,7 +218,7 @@ class Engine:
     def lookup(
         self,
         scope: str,
-        keys: Mapping[int, str],
+        keys: dict[int, str],
         before: Mapping[int, str],
         legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
         required: bool = False,
@@ -231,7 +232,9 @@ class Engine:
         them, so the store may take its longer deadline. `places`: message index -> its place
         in its turn (`identity.place_of`; None: its key does not follow from it), where a capture
         is also found when no conversation state in `before` names it (a history cut at its
-        head), asked only for the messages the read missed."""
+        head), asked only for the messages the read missed. A message under a tool-call key
+        two conversations wrote is re-keyed in `keys` to its conversation's own copy
+        (`shared_keys`): the record found there, or none."""
         if not keys:
             return {}
         if required:
@@ -254,7 +257,8 @@ class Engine:
             late = {
                 key
                 for i, key in keys.items()
-                if key not in found and before.get(i) in open_before - open_now
+                if not _settled(found.get(key), before.get(i))
+                and before.get(i) in open_before - open_now
             }
         if places is not None and self.pending.closes != closes_before:
             for i, key in keys.items():
@@ -274,14 +278,53 @@ class Engine:
                 self.report.stats["waited"] += 1
                 if not (yield WaitAny(events, deadline)):
                     break
-            missing = sorted({key for key in keys.values() if key not in found})
+            missing = sorted(
+                {key for i, key in keys.items() if not _settled(found.get(key), before.get(i))}
+            )
             found.update((yield Read(scope, missing, required)))
+        yield from self._own_conversations(scope, keys, before, found, required)
         return found
+
+    def _own_conversations(
+        self,
+        scope: str,
+        keys: dict[int, str],
+        before: Mapping[int, str],
+        found: dict[str, Reasoning],
+        required: bool,
+    ) -> Flow[None]:
+        """Messages whose tool-call key two conversations wrote: re-keyed to their own
+        conversation's copy (`shared_keys.exact_key`), found or not (then nothing is restored:
+        a history cut at its head cannot tell whose record it would be)."""
+        exact: dict[int, str] = {}
+        for i, key in keys.items():
+            record = found.get(key)
+            conversation = before.get(i)
+            if record is None or record.conversation is None or conversation is None:
+                continue
+            if reading(record.conversation, conversation) is Reading.EXACT:
+                exact[i] = exact_key(key, conversation)
+        if not exact:
+            return
+        copies = yield Read(scope, sorted(set(exact.values())), required)
+        for i, copy_key in exact.items():
+            keys[i] = copy_key
+            if copy_key in copies:
+                found[copy_key] = copies[copy_key]
+                self.report.stats["shared_key_own"] += 1
+            else:
+                self.report.stats["shared_key_ambiguous"] += 1
+                logger.debug(
+                    "litellm-reasoning: message %d: two conversations wrote its tool-call key and "
+                    "its own conversation's record is not there (a history cut at its head?): "
+                    "none restored",
+                    i,
+                )
 
     async def lookup_async(
         self,
         scope: str,
-        keys: Mapping[int, str],
+        keys: dict[int, str],
         before: Mapping[int, str],
         legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
     ) -> dict[str, Reasoning]:
@@ -304,10 +347,11 @@ class Engine:
         if not len(self.pending):
             return events, ready
         for i, key in keys.items():
-            if key in found:
+            record = found.get(key)
+            if _settled(record, before.get(i)):
                 continue
             owners = self.pending.owners(scope, before[i]) if i in before else []
-            if not owners and places is not None:
+            if not owners and places is not None and record is None:
                 place = places(i)
                 owners = self.pending.owners(scope, place) if place is not None else []
             for event, state in owners:
@@ -380,6 +424,8 @@ class Engine:
             # conversation's capture at the same place can make a miss wait.
             request.place_of if request.required else None,
         )
+        if keys is not request.keys:  # re-keyed where two conversations share a key
+            request.keys.update(keys)
         return self.complete(request, found, state, unread), request.target
 
     def over_budget_unread(self, request: Request) -> Flow[dict[int, int]]:
@@ -605,6 +651,17 @@ class Engine:
         # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
         # is reused only while that reasoning is the same value): counted once per recipe.
         return self.token_memo.bind(history.recipes if history is not None else None, reasoning_at)
+
+
+def _settled(record: Reasoning | None, before: str | None) -> bool:
+    """A record found for a message whose conversation before it is `before` needs no capture
+    of that conversation to finish: it is filed for it, or no other conversation's is (a
+    record of another conversation under its tool-call key may yet be joined by its own)."""
+    if record is None:
+        return False
+    if record.conversation is None or before is None:
+        return True
+    return reading(record.conversation, before) is not Reading.OTHER
 
 
 def stored_records(

@@ -76,6 +76,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             scope, await engine.lookup_async(scope, asked, before, previous)
         )
         records = stored_records(asked, previous.keys, found)
+        _rekeyed(asked, wanted, reorderable)
 
         def unsigned_of(records: dict[int, Any]) -> dict[int, Any]:
             # A third-party Anthropic-compatible API's blocks: issued by this deployment
@@ -93,7 +94,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                     await engine.lookup_async(scope, more, {i: digests[i] for i in more}, previous),
                 ),
             }
+            asked.update(more)
             records = stored_records(asked, previous.keys, found)
+            _rekeyed(asked, wanted, reorderable)
             unsigned, unread = unsigned_of(records), {}
         if unsigned:  # a third-party Anthropic-compatible API issued these blocks
             as_issued, records = True, unsigned
@@ -165,6 +168,15 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         state.forget_restored()
         kwargs["messages"] = without_turn(messages)
     return kwargs
+
+
+def _rekeyed(asked: Mapping[int, str], *into: dict[int, str]) -> None:
+    """The keys the lookup moved a message to (its conversation's copy of a shared key), in
+    `into` too (what a refusal evicts)."""
+    for keys in into:
+        for i in keys:
+            if i in asked:
+                keys[i] = asked[i]
 
 
 class _PreviousKeys:
@@ -271,8 +283,12 @@ def capture(
         record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
         message = {"role": "assistant", "content": content}
         key = anthropic_messages.message_key(call.scope, call.digest, message, call.anchor)
-        records = {key: record}
         previous = anthropic_messages.previous_message_key(call.scope, message)
+        # A tool-use key two conversations can share: the record says whose it is.
+        placed = (
+            record if previous is None else dataclasses.replace(record, conversation=call.digest)
+        )
+        records = {key: placed}
         if previous is not None and engine.legacy_keys_on:  # for 0.3.0 replicas
             records[previous] = dataclasses.replace(record, superseded=True)
         yield Write(call.scope, records)

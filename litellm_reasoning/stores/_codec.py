@@ -1,21 +1,27 @@
 """The bytes a persistent backend keeps per record, shared by SQLite and Redis.
 
-`{"s": scope, "t": created unix time, "r": Reasoning.to_json()}` as compact UTF-8 JSON. The record
-carries its own schema version (`types.SCHEMA_VERSION`); bytes that do not decode (another
-version, damage) read as a missing record, never as an error.
+`{"s": scope, "t": created unix time, "r": Reasoning.to_json()}` as compact UTF-8 JSON, led by
+`"c": Reasoning.conversation` for a record that has one (`shared_keys`): first, so a store can
+read and mark it without decoding the record (`conversation_of`, `mark_shared`, Redis' write
+script); earlier releases ignore it. The record carries its own schema version
+(`types.SCHEMA_VERSION`); bytes that do not decode (another version, damage) read as a missing
+record, never as an error.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..core.reasoning import Reasoning
+from ..core.shared_keys import SHARED
 from ._base import record_size
 
 logger = logging.getLogger("litellm_reasoning")
@@ -28,8 +34,17 @@ class Decoded:
     record: Reasoning | None
 
 
+CONVERSATION_LEAD = b'{"c":"'
+"""How the bytes of a record with a conversation digest begin (the digest follows)."""
+
+_CONVERSATION = re.compile(rb'\{"c":"([^"\\]*)"')
+
+
 def encode(scope: str, record: Reasoning, created_at: float) -> bytes:
-    payload = {"s": scope, "t": round(created_at, 3), "r": record.to_json()}
+    payload: dict[str, object] = {}
+    if record.conversation is not None:
+        payload["c"] = record.conversation
+    payload.update(s=scope, t=round(created_at, 3), r=record.to_json())
     text = json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
     try:
         return text.encode()
@@ -73,10 +88,33 @@ def decode(raw: bytes | str) -> Decoded:
         return Decoded("", 0.0, None)
     try:
         record: Reasoning | None = Reasoning.from_json(payload["r"])
+        conversation = payload.get("c")
+        if isinstance(conversation, str) and record is not None:
+            record = dataclasses.replace(record, conversation=conversation)
     except Exception as exc:
         logger.debug("litellm-reasoning: unreadable stored record (%s)", type(exc).__name__)
         record = None
     return Decoded(scope, created, record)
+
+
+def as_bytes(raw: bytes | str) -> bytes:
+    return raw.encode() if isinstance(raw, str) else bytes(raw)
+
+
+def conversation_of(raw: bytes | str) -> str | None:
+    """The conversation digest stored bytes lead with, without decoding them (None: none)."""
+    found = _CONVERSATION.match(as_bytes(raw))
+    return found.group(1).decode() if found else None
+
+
+def mark_shared(raw: bytes) -> bytes:
+    """The stored bytes of a record with a conversation digest, that digest marked shared
+    (what Redis' write script does in Lua)."""
+    if not raw.startswith(CONVERSATION_LEAD) or raw[len(CONVERSATION_LEAD) :].startswith(
+        SHARED.encode()
+    ):
+        return raw
+    return CONVERSATION_LEAD + SHARED.encode() + raw[len(CONVERSATION_LEAD) :]
 
 
 class DecodedRecords:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import OrderedDict
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.reasoning import Reasoning
+from ..core.shared_keys import Placement, exact_key, marked, placement
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
@@ -60,7 +62,11 @@ class MemoryStore(ReasoningStore):
         ttl_seconds: float = DEFAULT_TTL_SECONDS,
         max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
         clock: Callable[[], float] = time.time,
+        separate_conversations: bool = True,
     ) -> None:
+        self.separate_conversations = separate_conversations
+        """Place records with a conversation digest by `shared_keys.placement` (off in a
+        `ResilientStore`'s local layer: the backend places them)."""
         self.max_records = max_records
         self.max_bytes = max_bytes
         self.ttl_seconds = ttl_seconds
@@ -98,17 +104,40 @@ class MemoryStore(ReasoningStore):
                 size = record_size(record)
                 if size > self.max_record_bytes:
                     continue
-                self._drop((scope, key))
-                self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
-                tenant = self._by_scope.setdefault(scope, _Tenant())
-                tenant.keys[key] = None
-                tenant.bytes += size
-                self._bytes += size
+                if record.conversation is not None and self.separate_conversations:
+                    key, record = self._placed(scope, key, record, now)
+                self._set(scope, key, record, size, now)
             self._writes += 1
             if self._writes % _SWEEP_EVERY == 0:
                 for where in [w for w, e in self._records.items() if e.expires_at <= now]:
                     self._drop(where)
             self._evict()
+
+    def _set(self, scope: str, key: str, record: Reasoning, size: int, now: float) -> None:
+        self._drop((scope, key))
+        self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
+        tenant = self._by_scope.setdefault(scope, _Tenant())
+        tenant.keys[key] = None
+        tenant.bytes += size
+        self._bytes += size
+
+    def _placed(self, scope: str, key: str, record: Reasoning, now: float) -> tuple[str, Reasoning]:
+        """Where `record` goes (`shared_keys.placement`), marking the record under `key` shared
+        when a second conversation writes it. Under the lock."""
+        writing = record.conversation
+        assert writing is not None
+        entry = self._records.get((scope, key))
+        held = entry.record if entry is not None and entry.expires_at > now else None
+        first = held.conversation if held is not None else None
+        how = placement(first, writing)
+        if how is Placement.KEY:
+            return key, record
+        if how is Placement.KEY_MARKED:
+            return key, dataclasses.replace(record, conversation=marked(writing))
+        if how is Placement.SPLIT and entry is not None and held is not None and first is not None:
+            shared = dataclasses.replace(held, conversation=marked(first))
+            self._set(scope, key, shared, entry.size, now)
+        return exact_key(key, writing), record
 
     def _evict(self) -> None:
         """While a cap is exceeded: the oldest record of the tenant holding the most of what is

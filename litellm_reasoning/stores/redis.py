@@ -58,6 +58,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from ..core.reasoning import Reasoning
+from ..core.shared_keys import SHARED, exact_key
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -83,21 +84,54 @@ else:
 DEFAULT_PREFIX = "litellm_reasoning:"
 
 _PUT = """
--- KEYS[1]: the tenant's index; KEYS[2..n+1]: record keys; KEYS[n+2..2n+1]: their size keys.
+-- KEYS[1]: the tenant's index; then per record (n of them), in four runs of n: its key, its
+-- size key, its exact key and that one's size key (`shared_keys.exact_key`; its own two keys
+-- again for a record without a conversation digest).
 -- ARGV[1]: now (ms); ARGV[2]: ttl (ms); ARGV[3]: per-tenant cap; ARGV[4]: the key prefix's
--- length; ARGV[5..n+4]: bodies, ARGV[n+5..2n+4]: sizes ('<record_size>:<bytes>'), KEYS order.
+-- length; then per record, in three runs of n: bodies, sizes ('<record_size>:<bytes>'), and
+-- conversation digests ('' for none): `shared_keys.placement`, compared and written at once.
 local index, now, ttl, cap = KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local plen, n = tonumber(ARGV[4]), (#KEYS - 1) / 2
+local plen, n = tonumber(ARGV[4]), (#KEYS - 1) / 4
 -- Something else under the index's name (damage, another program) is replaced, not an error
 -- that would fail every write of the tenant and take the store down for all.
 local kind = redis.call('TYPE', index)['ok']
 if kind ~= 'zset' and kind ~= 'none' then
   redis.call('DEL', index)
 end
-for i = 2, n + 1 do
-  redis.call('SET', KEYS[i], ARGV[i + 3], 'PX', ttl)
-  redis.call('SET', KEYS[i + n], ARGV[i + n + 3], 'PX', ttl)
-  redis.call('ZADD', index, now, KEYS[i])
+local function put(key, size_key, body, size)
+  redis.call('SET', key, body, 'PX', ttl)
+  redis.call('SET', size_key, size, 'PX', ttl)
+  redis.call('ZADD', index, now, key)
+end
+-- The bytes of a record with a conversation digest, that digest marked shared (`_codec`).
+local function marked(body)
+  return '{"c":"*' .. string.sub(body, 7)
+end
+local function resized(size, body)
+  return (string.match(size, '^(%d+):') or '0') .. ':' .. #body
+end
+for i = 1, n do
+  local key, size_key = KEYS[i + 1], KEYS[i + 1 + n]
+  local body, size, conversation = ARGV[i + 4], ARGV[i + 4 + n], ARGV[i + 4 + 2 * n]
+  if conversation ~= '' then
+    local held = redis.pcall('GET', key)
+    local first = type(held) == 'string' and string.match(held, '^{"c":"([^"]*)"') or nil
+    if first ~= nil and first ~= conversation then
+      if first == '*' .. conversation then
+        body = marked(body)
+        size = resized(size, body)
+      else
+        if string.sub(first, 1, 1) ~= '*' then
+          -- a second conversation: the first one's record stays, marked shared
+          local first_size = redis.pcall('GET', size_key)
+          put(key, size_key, marked(held), type(first_size) == 'string'
+            and resized(first_size, marked(held)) or '')
+        end
+        key, size_key = KEYS[i + 1 + 2 * n], KEYS[i + 1 + 3 * n]
+      end
+    end
+  end
+  put(key, size_key, body, size)
 end
 redis.call('ZREMRANGEBYSCORE', index, '-inf', now - ttl)
 local excess = redis.call('ZCARD', index) - cap
@@ -170,6 +204,12 @@ _THREADS = 8
 T = TypeVar("T")
 
 logger = logging.getLogger("litellm_reasoning")
+
+
+def _placed_conversation(record: Reasoning) -> str:
+    """The conversation digest the write script places `record` by ('' : written as is)."""
+    conversation = record.conversation
+    return "" if conversation is None or conversation.startswith(SHARED) else conversation
 
 
 def cross_tenant_eviction(memory: Any, policy: Any, per_tenant: int) -> str | None:
@@ -382,13 +422,25 @@ class RedisStore(ReasoningStore):
         bodies = [body for _, body in kept.values()]
         sizes = [f"{size}:{len(body)}" for size, body in kept.values()]
         names = [self._record_key(sid, key) for key in kept]
+        conversations = [_placed_conversation(records[key]) for key in kept]
+        exact = [
+            self._record_key(sid, exact_key(key, conversation)) if conversation else name
+            for key, name, conversation in zip(kept, names, conversations, strict=True)
+        ]
         ttl_ms = max(1, round(self.ttl_seconds * 1000))
         return {
-            "keys": [self._index(sid), *names, *map(self._size_key_of, names)],
+            "keys": [
+                self._index(sid),
+                *names,
+                *map(self._size_key_of, names),
+                *exact,
+                *map(self._size_key_of, exact),
+            ],
             "args": [
                 *(round(now * 1000), ttl_ms, self.max_records, len(self.prefix)),
                 *bodies,
                 *sizes,
+                *conversations,
             ],
         }
 

@@ -72,6 +72,9 @@ class ResilientStore(ReasoningStore):
         self.persistent = backend.persistent
         self.knows_sizes = backend.knows_sizes
         self.local = local if local is not None else MemoryStore(max_records=10_000)
+        # Records are kept here under the keys they were written with, to be written through
+        # as they are: the backend places a conversation's record (`shared_keys`).
+        self.local.separate_conversations = False
         self.retry_seconds = retry_seconds
         self.name = name or type(backend).__name__
         self.slow_limit = slow_limit

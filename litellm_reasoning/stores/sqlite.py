@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.reasoning import Reasoning
+from ..core.shared_keys import SHARED, Placement, exact_key, placement
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -80,6 +81,9 @@ ON CONFLICT (scope_id, key) DO UPDATE SET
     scope = excluded.scope, created = excluded.created, expires = excluded.expires,
     size = excluded.size, body = excluded.body
 """
+
+Row = tuple[str, str, str, float, float, int, bytes]
+"""(scope_id, key, scope, created, expires, size, body): one row of `records`."""
 
 _CHUNK = 500
 """Keys per `IN (…)` (SQLite limits bound parameters)."""
@@ -237,7 +241,7 @@ class SqliteStore(ReasoningStore):
 
     def _put(self, scope: str, records: Mapping[str, Reasoning], wait: float | None) -> None:
         sid, now = scope_id(scope), self._clock()
-        rows = [
+        rows: list[Row] = [
             (sid, key, scope, now, now + self.ttl_seconds, size, body)
             for key, (size, body) in _codec.encode_many(
                 scope, records, now, self.max_record_bytes
@@ -245,10 +249,54 @@ class SqliteStore(ReasoningStore):
         ]
         if not rows:
             return
+        placed = {
+            key
+            for key, record in records.items()
+            if record.conversation is not None and not record.conversation.startswith(SHARED)
+        }
         with self._writing(wait) as conn:
             conn.execute("DELETE FROM records WHERE expires <= ?", (now,))
+            if placed:
+                rows = self._placed(conn, sid, rows, placed)
             conn.executemany(_UPSERT, rows)
             self._evict(conn)
+
+    def _placed(
+        self, conn: sqlite3.Connection, sid: str, rows: list[Row], placed: set[str]
+    ) -> list[Row]:
+        """`rows` placed by `shared_keys.placement` against the records their keys hold, in
+        the write transaction (two writers of one key never both take it); a record a second
+        conversation meets is marked shared where it is."""
+        keys = [row[1] for row in rows if row[1] in placed]
+        marks = ",".join("?" * len(keys))
+        held = dict(
+            conn.execute(
+                f"SELECT key, body FROM records WHERE scope_id = ? AND key IN ({marks})",
+                (sid, *keys),
+            ).fetchall()
+        )
+        out: list[Row] = []
+        for row in rows:
+            key, body = row[1], row[6]
+            writing = _codec.conversation_of(body) if key in placed else None
+            if writing is None:
+                out.append(row)
+                continue
+            first_body = held.get(key)
+            first = _codec.conversation_of(first_body) if first_body is not None else None
+            how = placement(first, writing)
+            if how is Placement.KEY:
+                out.append(row)
+            elif how is Placement.KEY_MARKED:
+                out.append((*row[:6], _codec.mark_shared(body)))
+            else:
+                if how is Placement.SPLIT and first_body is not None:
+                    conn.execute(
+                        "UPDATE records SET body = ? WHERE scope_id = ? AND key = ?",
+                        (_codec.mark_shared(_codec.as_bytes(first_body)), sid, key),
+                    )
+                out.append((row[0], exact_key(key, writing), *row[2:]))
+        return out
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         sid = scope_id(scope)

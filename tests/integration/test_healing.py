@@ -247,6 +247,62 @@ async def test_a_no_log_requests_refusal_is_healed_too(
     assert callback.stats["refused_records"] == 1
 
 
+@pytest.mark.parametrize("how", ["acompletion", "router.completion"])
+async def test_a_refused_record_of_a_shared_key_leaves_only_its_own_conversation(
+    callback: ReasoningCallback, how: str
+) -> None:
+    """Two conversations reach one tool-call key (the same call id at the same place; the
+    second one's record is kept apart by the store). Claude refuses the second one's restored
+    signature: its own copy is evicted and never sent again; the first conversation's record
+    under the key stays and still goes back."""
+    model = f"claude-sonnet-4-5-shared-{how}"
+    signatures = {name: f"EqQBCgIYAhIM-{name}-shared-key==" for name in ("x", "y")}
+    system = {"role": "system", "content": "You are a coding agent."}
+    with AnthropicUpstream(strict=True) as claude:
+        for name in ("x", "y"):
+            claude.script(
+                model,
+                AnthropicReply(
+                    [
+                        {
+                            "type": "thinking",
+                            "thinking": f"plan {name}",
+                            "signature": signatures[name],
+                        },
+                        {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {}},
+                    ]
+                ),
+            )
+        claude.always(model, AnthropicReply([{"type": "text", "text": "Done."}]))
+        histories: dict[str, list[Any]] = {}
+        for name in ("x", "y"):
+            history: list[Any] = [
+                system,
+                {"role": "user", "content": f"About {name}.py"},
+                {"role": "assistant", "content": "Noted."},
+                {"role": "user", "content": "Go on."},
+            ]
+            history.append(
+                dropping_client(await _claude(how, model, claude, list(history), stream=False))
+            )
+            history.append({"role": "tool", "tool_call_id": "toolu_1", "content": "ok"})
+            histories[name] = history
+        claude.revoked.add(signatures["y"])
+        with pytest.raises(litellm.BadRequestError, match="Invalid `signature`"):
+            await _claude(how, model, claude, list(histories["y"]), stream=False)
+        assert (
+            await _claude(how, model, claude, list(histories["y"]), stream=False)
+        ).content == "Done."
+        assert (
+            await _claude(how, model, claude, list(histories["x"]), stream=False)
+        ).content == "Done."
+        bodies = claude.bodies(model)
+    assert _sent_with(bodies, signatures["y"]) == 1, "the refused signature reached Claude twice"
+    assert _sent_with(bodies[-1:], signatures["x"]) == 1  # the other conversation keeps its own
+    assert callback.stats["refused_records"] == 1
+    assert callback.stats["shared_key_own"] == 1
+
+
 async def test_a_refused_record_leaves_the_store_with_its_copy_for_older_replicas(
     tmp_path: Any,
 ) -> None:

@@ -55,6 +55,8 @@ STATS = {
     "refused_records",
     "foreign_origin",
     "required_lookups",
+    "shared_key_own",
+    "shared_key_ambiguous",
     "cache_read_tokens",
     "cache_write_tokens",
     "uncached_prompt_tokens",

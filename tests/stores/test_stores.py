@@ -8,6 +8,7 @@ for real (a fraction of a second).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import random
@@ -26,6 +27,7 @@ import pytest
 
 from litellm_reasoning import cli
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart, tokens_of_chars
+from litellm_reasoning.core.shared_keys import SHARED, Reading, exact_key, reading
 from litellm_reasoning.stores import (
     SUPPORTED,
     MemoryStore,
@@ -245,6 +247,92 @@ async def test_record_sizes_without_the_records(harness: Harness, mode: str) -> 
     await ops.delete(A, ["k1"])
     assert await ops.sizes(A, ["k1", "k2"]) == {"k2": len("a longer second")}
     assert await ops.sizes(A, []) == {}
+
+
+def placed(value: str, conversation: str) -> Reasoning:
+    """A tool-call message's record, filed for the conversation whose digest is given."""
+    return dataclasses.replace(text(value), conversation=conversation)
+
+
+async def test_a_key_two_conversations_write_keeps_each_ones_record(
+    harness: Harness, mode: str
+) -> None:
+    """`shared_keys.placement`, done by the store: the first conversation's record stays under
+    the key, marked shared once a second conversation writes it; each later one goes under its
+    `exact_key`; each rewrites its own; a record without a digest (an earlier release's) is
+    written as before; another tenant's key is its own."""
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"tc": placed("x one", "X")})
+    await ops.put(A, {"tc": placed("x two", "X")})  # the same conversation: replaced in place
+    got = await ops.get(A, ["tc", exact_key("tc", "X")])
+    assert list(got) == ["tc"]
+    assert (got["tc"].text, got["tc"].conversation) == ("x two", "X")
+
+    await ops.put(A, {"tc": placed("y one", "Y")})
+    got = await ops.get(A, ["tc", exact_key("tc", "X"), exact_key("tc", "Y")])
+    assert sorted(got) == sorted(["tc", exact_key("tc", "Y")])
+    assert (got["tc"].text, got["tc"].conversation) == ("x two", SHARED + "X")
+    mine = got[exact_key("tc", "Y")]
+    assert (mine.text, mine.conversation) == ("y one", "Y")
+
+    await ops.put(A, {"tc": placed("z one", "Z"), "other": placed("o", "Z")})
+    await ops.put(A, {"tc": placed("x three", "X")})  # the first writer, under its mark
+    await ops.put(A, {"tc": placed("y two", "Y")})
+    await ops.put(B, {"tc": placed("w one", "W")})
+    got = await ops.get(A, ["tc", "other", *(exact_key("tc", c) for c in "XYZ")])
+    assert {key: (r.text, r.conversation) for key, r in got.items()} == {
+        "tc": ("x three", SHARED + "X"),
+        "other": ("o", "Z"),
+        exact_key("tc", "Y"): ("y two", "Y"),
+        exact_key("tc", "Z"): ("z one", "Z"),
+    }
+    got_b = await ops.get(B, ["tc", exact_key("tc", "W")])
+    assert {key: (r.text, r.conversation) for key, r in got_b.items()} == {"tc": ("w one", "W")}
+    if ops.store.knows_sizes:  # the mark changed the bytes, not the size the budget reads
+        assert await ops.sizes(A, ["tc", exact_key("tc", "Y")]) == {
+            "tc": len("x three"),
+            exact_key("tc", "Y"): len("y two"),
+        }
+
+    await ops.put(A, {"tc": text("an earlier release's")})
+    got = await ops.get(A, ["tc", exact_key("tc", "Y")])
+    assert (got["tc"].text, got["tc"].conversation) == ("an earlier release's", None)
+    assert got[exact_key("tc", "Y")].text == "y two"
+
+
+def test_concurrent_conversations_writing_one_key_each_keep_their_record(
+    harness: Harness,
+) -> None:
+    """Threads of six conversations write one tool-call key at once, round after round (a
+    compare and a write that were not one step would lose a mark): afterwards each
+    conversation reads its own latest record by the read rule, and no other's."""
+    store = harness.make()
+    errors: list[BaseException] = []
+    conversations = [f"c{w}" for w in range(6)]
+
+    def writer(conversation: str) -> None:
+        try:
+            for i in range(15):
+                store.put_many(A, {"tc": placed(f"{conversation} round {i}", conversation)})
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=writer, args=(c,)) for c in conversations]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert not errors
+    for conversation in conversations:
+        held = store.get_many(A, ["tc"])["tc"]
+        assert held.conversation is not None
+        how = reading(held.conversation, conversation)
+        if how is Reading.RESTORE:
+            own = held
+        else:
+            assert how is Reading.EXACT
+            own = store.get_many(A, [exact_key("tc", conversation)])[exact_key("tc", conversation)]
+        assert own.text == f"{conversation} round 14"
 
 
 async def test_ttl_expiry(harness: Harness, mode: str) -> None:

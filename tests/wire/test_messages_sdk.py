@@ -391,6 +391,59 @@ async def test_same_tool_ids_under_other_system_prompts_never_share_a_record(
     assert sent == {"A": ["secret of A"], "B": ["secret of B"]}
 
 
+async def test_same_tool_ids_in_two_conversations_of_one_customer_never_share_a_record(
+    callback: ReasoningCallback,
+) -> None:
+    """The same, one system prompt: two conversations that began differently reach the same
+    user message and the same first call (`functions.<name>:0`), one key. Each next request
+    gets its own conversation's thinking back (the later reply is placed apart by the store)."""
+    model = f"claude-compatible-{uuid.uuid4().hex[:6]}"
+    tool_id = "functions.read_file:0"
+    system = "You are a coding agent."
+
+    def reply(conversation: str) -> AnthropicReply:
+        return AnthropicReply(
+            [
+                {"type": "thinking", "thinking": f"plan of {conversation}", "signature": "s"},
+                {"type": "tool_use", "id": tool_id, "name": "read_file", "input": {"path": "a"}},
+            ]
+        )
+
+    with AnthropicUpstream() as claude:
+        claude.always(model, AnthropicReply([{"type": "text", "text": "done"}]))
+
+        async def send(messages: list[Any]) -> Any:
+            params = _params(model, claude.base_url)
+            return await litellm.anthropic.messages.acreate(
+                messages=messages, system=system, **params
+            )
+
+        go_on = {"role": "user", "content": "Go on."}
+        histories = {
+            name: [
+                {"role": "user", "content": f"About {name}.py"},
+                {"role": "assistant", "content": [{"type": "text", "text": "Noted."}]},
+                go_on,
+            ]
+            for name in ("x", "y")
+        }
+        for name, history in histories.items():
+            claude.script(model, reply(name))
+            answer = await send(history)
+            kept = [b for b in answer["content"] if b["type"] != "thinking"]
+            history += [
+                {"role": "assistant", "content": kept},
+                {"role": "user", "content": [_result(tool_id)]},
+            ]
+        sent = {}
+        for name, history in histories.items():
+            await send(history)
+            blocks = claude.bodies(model)[-1]["messages"][3]["content"]
+            sent[name] = [b.get("thinking") for b in blocks if b["type"] == "thinking"]
+    assert sent == {"x": ["plan of x"], "y": ["plan of y"]}
+    assert callback.stats["shared_key_own"] == 1
+
+
 @pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
 async def test_the_replys_prompt_cache_is_counted(
     callback: ReasoningCallback, stream: bool

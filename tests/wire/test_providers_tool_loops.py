@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import litellm
@@ -309,3 +310,91 @@ async def test_glm_on_the_coding_plan_endpoint_gets_every_turns_reasoning(
         how, "zai", upstream, False, name="glm-5.3", client=client, path="/api/paas/v4"
     )
     assert [m.get("reasoning_content") for m in standard] == [None, None, "R2 call"]
+
+
+def _counter_id_reply(reasoning: str) -> Reply:
+    """Kimi's tool-call ids count per reply (`functions.<name>:<idx>`): the same in every
+    conversation that makes the same call first."""
+    return _tool_reply(reasoning, "functions.read_file:0")
+
+
+STORES = ["memory", "sqlite", pytest.param("redis", marks=pytest.mark.redis)]
+
+
+@two_paths
+@pytest.mark.parametrize("store", STORES)
+async def test_counter_ids_never_give_one_conversation_anothers_reasoning(
+    how: str, store: str, kimi: Upstream, upstream: Upstream, tmp_path: Path
+) -> None:
+    """Two conversations of one tenant with different first turns reach the same step (the same
+    user message, the same call with Kimi's counter id): the same tool-call key. Each gets its
+    own reasoning back and Kimi refuses neither; the history cut at its head that could be
+    either conversation's gets none, counted. On every store kind (each places the second
+    conversation's record itself)."""
+    urls = {
+        "memory": "memory://",
+        "sqlite": f"sqlite:///{tmp_path / 'store.db'}",
+        "redis": f"redis://127.0.0.1:6379/0?prefix=lr-shared-{uuid.uuid4().hex[:8]}:",
+    }
+    callback = register(ReasoningCallback(store=urls[store], capture_wait_seconds=10.0))
+    try:
+        await _two_conversations_one_key(how, kimi, upstream, callback)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+        callback.store.close()
+
+
+async def _two_conversations_one_key(
+    how: str, kimi: Upstream, upstream: Upstream, callback: ReasoningCallback
+) -> None:
+    model = f"kimi-k2.6-shared-{uuid.uuid4().hex[:8]}"
+    kimi.script(
+        model,
+        _counter_id_reply("A1 call"),
+        Reply(message={"content": "A one.", "reasoning_content": "A1 answer"}),
+        _counter_id_reply("B1 call"),
+        Reply(message={"content": "B one.", "reasoning_content": "B1 answer"}),
+        _counter_id_reply("A2 call"),
+        _counter_id_reply("B2 call"),
+        Reply(message={"content": "A two.", "reasoning_content": "A2 answer"}),
+        Reply(message={"content": "B two.", "reasoning_content": "B2 answer"}),
+    )
+    system = {"role": "system", "content": "You are a coding agent."}
+
+    async def send(server: Upstream, history: list[Any]) -> None:
+        reply = await complete(
+            how, f"moonshot/{model}", server.base_url, list(history), stream=False, tools=[TOOL]
+        )
+        history.append(dropping_client(reply))
+
+    a: list[Any] = [system, {"role": "user", "content": "Fix a.py."}]
+    b: list[Any] = [system, {"role": "user", "content": "Fix b.py."}]
+    for history in (a, b):
+        await send(kimi, history)
+        history.append({"role": "tool", "tool_call_id": "functions.read_file:0", "content": "x"})
+        await send(kimi, history)
+        history.append({"role": "user", "content": "Go on."})
+    await send(kimi, a)
+    await send(kimi, b)  # the same message after the same user message: the same key
+    for history in (a, b):
+        history.append({"role": "tool", "tool_call_id": "functions.read_file:0", "content": "y"})
+        await send(kimi, history)
+    bodies = kimi.bodies(model)
+    assert len(bodies) == 8
+    sent = [
+        [m.get("reasoning_content") for m in body["messages"] if m["role"] == "assistant"]
+        for body in bodies[-2:]
+    ]
+    assert sent == [["A1 call", None, "A2 call"], ["B1 call", None, "B2 call"]]
+    assert callback.stats["shared_key_own"] == 1  # B read its copy; A is the key's first writer
+    assert callback.stats["shared_key_ambiguous"] == 0
+
+    # A history cut at its head, after the step both conversations share: either one's.
+    upstream.script(model, Reply(message={"content": "Done.", "reasoning_content": "cut"}))
+    cut = [system, *a[5:8]]
+    assert [m["role"] for m in cut] == ["system", "user", "assistant", "tool"]
+    await send(upstream, cut)
+    wire = upstream.bodies(model)[-1]["messages"]
+    assert [m.get("reasoning_content") for m in wire if m["role"] == "assistant"] == [None]
+    assert callback.stats["shared_key_ambiguous"] == 1
+    assert callback.stats["errors"] == 0
