@@ -295,24 +295,33 @@ class Engine:
     ) -> Flow[None]:
         """Messages whose tool-call key two conversations wrote: re-keyed to their own
         conversation's copy (`shared_keys.exact_key`), found or not (then nothing is restored:
-        a history cut at its head cannot tell whose record it would be)."""
+        a history cut at its head cannot tell whose record it would be). A record of another
+        conversation alone under the key is read past too where this conversation's copy
+        exists (the mark was evicted before it)."""
         exact: dict[int, str] = {}
+        other: set[int] = set()
         for i, key in keys.items():
             record = found.get(key)
             conversation = before.get(i)
             if record is None or record.conversation is None or conversation is None:
                 continue
-            if reading(record.conversation, conversation) is Reading.EXACT:
+            how = reading(record.conversation, conversation)
+            if how is not Reading.RESTORE:
                 exact[i] = exact_key(key, conversation)
+                if how is Reading.OTHER:
+                    other.add(i)
         if not exact:
             return
         copies = yield Read(scope, sorted(set(exact.values())), required)
         for i, copy_key in exact.items():
-            keys[i] = copy_key
             if copy_key in copies:
+                keys[i] = copy_key
                 found[copy_key] = copies[copy_key]
                 self.report.stats["shared_key_own"] += 1
+            elif i in other:
+                continue  # one writer: a history cut or edited before the message
             else:
+                keys[i] = copy_key
                 self.report.stats["shared_key_ambiguous"] += 1
                 logger.debug(
                     "litellm-reasoning: message %d: two conversations wrote its tool-call key and "

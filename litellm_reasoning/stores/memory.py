@@ -134,7 +134,9 @@ class MemoryStore(ReasoningStore):
             return key, record
         if how is Placement.KEY_MARKED:
             return key, dataclasses.replace(record, conversation=marked(writing))
-        if how is Placement.SPLIT and entry is not None and held is not None and first is not None:
+        if entry is not None and held is not None and first is not None:
+            # Marked (SPLIT), or kept as new as the newest copy (EXACT): the mark never expires
+            # or is evicted before a copy, which would let the key look single-writer again.
             shared = dataclasses.replace(held, conversation=marked(first))
             self._set(scope, key, shared, entry.size, now)
         return exact_key(key, writing), record

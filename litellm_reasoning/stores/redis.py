@@ -126,6 +126,11 @@ for i = 1, n do
           local first_size = redis.pcall('GET', size_key)
           put(key, size_key, marked(held), type(first_size) == 'string'
             and resized(first_size, marked(held)) or '')
+        else
+          -- kept as new as the newest copy: the mark never expires or is trimmed before one
+          redis.call('PEXPIRE', key, ttl)
+          redis.call('PEXPIRE', size_key, ttl)
+          redis.call('ZADD', index, now, key)
         end
         key, size_key = KEYS[i + 1 + 2 * n], KEYS[i + 1 + 3 * n]
       end

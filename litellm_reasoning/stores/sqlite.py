@@ -290,10 +290,19 @@ class SqliteStore(ReasoningStore):
             elif how is Placement.KEY_MARKED:
                 out.append((*row[:6], _codec.mark_shared(body)))
             else:
-                if how is Placement.SPLIT and first_body is not None:
+                if first_body is not None:
+                    # Marked (SPLIT), or kept as new as the newest copy (EXACT): the mark never
+                    # expires or is evicted before a copy.
                     conn.execute(
-                        "UPDATE records SET body = ? WHERE scope_id = ? AND key = ?",
-                        (_codec.mark_shared(_codec.as_bytes(first_body)), sid, key),
+                        "UPDATE records SET body = ?, created = ?, expires = ? "
+                        "WHERE scope_id = ? AND key = ?",
+                        (
+                            _codec.mark_shared(_codec.as_bytes(first_body)),
+                            row[3],
+                            row[4],
+                            sid,
+                            key,
+                        ),
                     )
                 out.append((row[0], exact_key(key, writing), *row[2:]))
         return out

@@ -300,6 +300,27 @@ async def test_a_key_two_conversations_write_keeps_each_ones_record(
     assert got[exact_key("tc", "Y")].text == "y two"
 
 
+async def test_a_shared_keys_mark_lives_as_long_as_its_newest_copy(
+    harness: Harness, mode: str
+) -> None:
+    """Every copy written under a shared key keeps the marked record there as new as itself:
+    it never expires before a copy (a key that looks written by one conversation again would
+    be read as that conversation's; the engine also reads a conversation's copy first when it
+    meets another conversation's record, for what a cap evicts)."""
+    ttl = 0.8 if harness.real_time else 100
+    ops = Ops(harness.make(ttl=ttl), mode)
+    await ops.put(A, {"tc": placed("x", "X")})
+    await ops.put(A, {"tc": placed("y", "Y")})  # marked, and Y's copy
+    harness.advance(ttl * 0.6)
+    await ops.put(A, {"tc": placed("z", "Z")})  # Z's copy: the mark is written again
+    harness.advance(ttl * 0.6)  # past the first writes' TTL, not Z's
+    got = await ops.get(A, ["tc", exact_key("tc", "Y"), exact_key("tc", "Z")])
+    assert {key: r.conversation for key, r in got.items()} == {
+        "tc": SHARED + "X",
+        exact_key("tc", "Z"): "Z",
+    }
+
+
 def test_concurrent_conversations_writing_one_key_each_keep_their_record(
     harness: Harness,
 ) -> None:
