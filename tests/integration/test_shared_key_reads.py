@@ -1,7 +1,8 @@
 """A tool-call key two conversations of one tenant share (`core/shared_keys.py`), read through
 real LiteLLM: what a request restores from what the store holds under the key and under its
-conversation's own copy. (Written by the stores themselves: `tests/stores/test_stores.py`;
-end to end with Kimi's counter ids: `tests/wire/test_providers_tool_loops.py`.)"""
+conversation's own copy. (The rules alone: `tests/core/test_shared_keys.py`; written by the
+stores themselves: `tests/stores/test_stores.py`; end to end with Kimi's counter ids:
+`tests/wire/test_providers_tool_loops.py`.)"""
 
 from __future__ import annotations
 
