@@ -28,7 +28,17 @@ HERE = Path(__file__).resolve().parent
 DEFAULT_OUT = HERE / "results.md"
 README = HERE / "README.md"
 START, END = "<!-- results:start -->", "<!-- results:end -->"
-SECTIONS = ("rewrite", "e2e", "stores", "proxy", "workers", "saturation", "tokens", "profile")
+SECTIONS = (
+    "rewrite",
+    "e2e",
+    "stores",
+    "proxy",
+    "workers",
+    "gateway",
+    "saturation",
+    "tokens",
+    "profile",
+)
 
 
 @dataclass(frozen=True)
@@ -48,6 +58,11 @@ class Sizes:
     workers_clients: int
     workers_seconds: float
     workers_rounds: int
+    gateway_levels: list[int]
+    gateway_history: int
+    gateway_steps: int
+    gateway_seconds: float
+    gateway_rounds: int
     saturation_agents: int
     saturation_steps: int
     token_turns: int
@@ -72,6 +87,11 @@ FULL = Sizes(
     workers_clients=8,
     workers_seconds=10.0,
     workers_rounds=2,
+    gateway_levels=[1, 4, 16, 64],
+    gateway_history=100,
+    gateway_steps=20,
+    gateway_seconds=120.0,
+    gateway_rounds=3,
     saturation_agents=64,
     saturation_steps=40,
     token_turns=12,
@@ -95,6 +115,11 @@ QUICK = Sizes(
     workers_clients=2,
     workers_seconds=0.5,
     workers_rounds=1,
+    gateway_levels=[1, 2],
+    gateway_history=10,
+    gateway_steps=2,
+    gateway_seconds=5.0,
+    gateway_rounds=1,
     saturation_agents=2,
     saturation_steps=2,
     token_turns=2,
@@ -106,6 +131,7 @@ QUICK = Sizes(
 
 def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
     import sec_e2e
+    import sec_gateway
     import sec_profile
     import sec_proxy
     import sec_rewrite
@@ -123,6 +149,14 @@ def _runners(s: Sizes, out_dir: Path) -> dict[str, Callable[[], Section]]:
         "proxy": lambda: sec_proxy.run(s.proxy_concurrency, s.proxy_seconds, s.proxy_rounds),
         "workers": lambda: sec_workers.run(
             s.workers, s.workers_history, s.workers_clients, s.workers_seconds, s.workers_rounds
+        ),
+        "gateway": lambda: sec_gateway.run(
+            s.workers,
+            s.gateway_levels,
+            s.gateway_history,
+            s.gateway_steps,
+            s.gateway_seconds,
+            s.gateway_rounds,
         ),
         "saturation": lambda: sec_saturation.run(
             s.workers, s.saturation_agents, s.saturation_steps

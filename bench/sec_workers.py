@@ -81,15 +81,28 @@ def _prime(store_url: str, histories: list[tuple[list[Any], dict[int, str]]]) ->
 
 
 async def _load(
-    proxy: Proxy, histories: list[list[Any]], seconds: float, keep: bool = False
+    proxy: Proxy | None,
+    histories: list[list[Any]],
+    seconds: float,
+    keep: bool = False,
+    direct: str | None = None,
+    steps: int | None = None,
 ) -> tuple[list[float], int, int, int]:
     """One client per history, each continuing its agent loop (its request = its history so
     far; the reply, as a dropping client keeps it unless `keep`, and a tool result appended
-    after each) on a new connection per request, for `seconds`. Returns (latencies, errors,
-    assistant messages sent, of them with reasoning on the wire)."""
+    after each) on a new connection per request, for `seconds` or `steps` requests each,
+    whichever ends first, through `proxy`, or straight to the local server at `direct` (its
+    base URL). Returns (latencies, errors, assistant messages sent, of them with reasoning on
+    the wire)."""
     latencies: list[float] = []
     errors = sent = carried = 0
-    headers = {"authorization": f"Bearer {proxy.master_key}", "content-type": "application/json"}
+    headers = {"content-type": "application/json"}
+    if proxy is not None:
+        headers["authorization"] = f"Bearer {proxy.master_key}"
+        url, model = proxy.url + "/v1/chat/completions", "agent"
+    else:
+        assert direct is not None
+        url, model = direct + "/chat/completions", MODEL.split("/", 1)[1]
     limits = httpx.Limits(max_keepalive_connections=0)  # a new connection, any worker
     async with httpx.AsyncClient(limits=limits, timeout=60.0, trust_env=False) as client:
         deadline = time.perf_counter() + seconds
@@ -97,12 +110,10 @@ async def _load(
         async def agent(history: list[Any]) -> None:
             nonlocal errors, sent, carried
             step = 0
-            while time.perf_counter() < deadline:
-                body = json.dumps({"model": "agent", "messages": history, "tools": TOOLS})
+            while time.perf_counter() < deadline and (steps is None or step < steps):
+                body = json.dumps({"model": model, "messages": history, "tools": TOOLS})
                 start = time.perf_counter()
-                response = await client.post(
-                    proxy.url + "/v1/chat/completions", content=body, headers=headers
-                )
+                response = await client.post(url, content=body, headers=headers)
                 elapsed = time.perf_counter() - start
                 if response.status_code != 200:
                     errors += 1
@@ -128,6 +139,31 @@ async def _load(
     return latencies, errors, sent, carried
 
 
+def proxy_specs(base_url: str, tmp: str, store_url: str, workers: int) -> dict[str, ProxyProcess]:
+    """The two proxies in front of the local server at `base_url` (model group `agent`): one
+    without a callback, one with this one on the store at `store_url`."""
+    model_list = [
+        {
+            "model_name": "agent",
+            "litellm_params": {"model": MODEL, "api_base": base_url, "api_key": "x"},
+        }
+    ]
+    return {
+        "without": ProxyProcess(
+            {"model_list": model_list}, Path(tmp) / "without", num_workers=workers
+        ),
+        "with": ProxyProcess(
+            {
+                "model_list": model_list,
+                "litellm_settings": {"callbacks": "litellm_reasoning.callback"},
+            },
+            Path(tmp) / "with",
+            env={"LITELLM_REASONING_STORE": store_url},
+            num_workers=workers,
+        ),
+    }
+
+
 def run(workers: int, history: int, clients: int, seconds: float, rounds: int) -> Section:
     section = Section(
         "workers", f"Proxy workers and Redis: the cold path ({workers} per proxy, with vs without)"
@@ -149,26 +185,7 @@ def run(workers: int, history: int, clients: int, seconds: float, rounds: int) -
         upstream_process({MODEL.split("/", 1)[1]: REPLY}, report=True) as base_url,
         tempfile.TemporaryDirectory(prefix="bench-workers-") as tmp,
     ):
-        model_list = [
-            {
-                "model_name": "agent",
-                "litellm_params": {"model": MODEL, "api_base": base_url, "api_key": "x"},
-            }
-        ]
-        specs = {
-            "without": ProxyProcess(
-                {"model_list": model_list}, Path(tmp) / "without", num_workers=workers
-            ),
-            "with": ProxyProcess(
-                {
-                    "model_list": model_list,
-                    "litellm_settings": {"callbacks": "litellm_reasoning.callback"},
-                },
-                Path(tmp) / "with",
-                env={"LITELLM_REASONING_STORE": store_url},
-                num_workers=workers,
-            ),
-        }
+        specs = proxy_specs(base_url, tmp, store_url, workers)
         try:
             with proxies(specs, timeout=600.0) as running:
                 section.note(

@@ -25,8 +25,9 @@ TITLES = {
 
 
 IN_PROCESS = ("rewrite", "e2e", "stores", "tokens", "profile")
-PROXIES = ("proxy", "workers", "saturation")
+PROXIES = ("proxy", "workers", "gateway", "saturation")
 TITLES["saturation"] = "## Saturation:"
+TITLES["gateway"] = "## Gateway latency"
 
 
 def _quick_run(tmp_path: Path, sections: tuple[str, ...]) -> None:
