@@ -70,6 +70,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         found = engine.refused.without_refused(
             scope, await engine.lookup_async(scope, to_read, before)
         )
+        keys.update(to_read)  # re-keyed where two conversations share a function call's key
         origin = read.origin(kwargs, provider)
         stored = engine.of_origin(
             {i: found[key] for i, key in to_read.items() if key in found}, origin[0], provider

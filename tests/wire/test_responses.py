@@ -84,6 +84,12 @@ def test_tool_loop_reply_is_stored_under_the_call_the_client_sends_back() -> Non
     assert set(keys.values()) == set(captured)
     found = {index: captured[key] for index, key in keys.items()}
     assert render_input(dropped, found, store=True).items == second["request"]["input"]
+    # A function call's record names the conversation before it, as the next request's lookup
+    # does (`shared_keys`: deterministic call ids two conversations repeat are told apart).
+    conversation = Conversation.of("s", dropped)
+    placed = {i: captured[key].conversation for i, key in keys.items()}
+    calls = [i for i in keys if dropped[i].get("type") == "function_call"]
+    assert calls and all(placed[i] == conversation.digests[i - 1] for i in calls)
     # another tenant's keys never name this record
     assert not set(wanted(Conversation.of("t", dropped), TurnPolicy.ALL_TURNS).values()) & set(
         captured

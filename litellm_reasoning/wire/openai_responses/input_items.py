@@ -212,10 +212,17 @@ def records(
             if part is not None:
                 pending.append(part)
             continue
-        digest = identity.chain(digest, identity.canonical(as_message(item)))
+        before = digest
+        message = as_message(item)
+        digest = identity.chain(digest, identity.canonical(message))
         if pending and is_anchor(item):
             key = anchor_key(conversation.scope, item, digest)
-            out[key] = Reasoning(parts=tuple(pending), provider=provider, model=model)
+            # A function call's key is its call id alone, which providers with deterministic
+            # ids repeat: the record says whose it is (`shared_keys`).
+            placed = before if identity.has_tool_call_ids(message) else None
+            out[key] = Reasoning(
+                parts=tuple(pending), provider=provider, model=model, conversation=placed
+            )
         pending = []
     return out
 
