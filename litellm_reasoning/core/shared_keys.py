@@ -53,6 +53,14 @@ def placement(held: str | None, writing: str) -> Placement:
     return Placement.SPLIT
 
 
+def to_place(conversation: str | None) -> str | None:
+    """The digest a store places a record with `conversation` by; None: the record is written
+    under its key as it is (it has none, or is marked shared already: copied from a store)."""
+    if conversation is None or conversation.startswith(SHARED):
+        return None
+    return conversation
+
+
 def marked(conversation: str) -> str:
     """`conversation` marked shared (idempotent)."""
     return conversation if conversation.startswith(SHARED) else SHARED + conversation

@@ -86,7 +86,6 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
             more = {i: wanted[i] for i in unread}
-            asked.update(more)
             found = {
                 **found,
                 **engine.refused.without_refused(

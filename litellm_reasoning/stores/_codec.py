@@ -138,7 +138,7 @@ class DecodedRecords:
         self.misses = 0
 
     def decode(self, raw: bytes | str) -> Decoded:
-        data = raw.encode() if isinstance(raw, str) else bytes(raw)
+        data = as_bytes(raw)
         key = hashlib.blake2b(data, digest_size=16, person=b"lr-decoded").digest()
         with self._lock:
             entry = self._entries.get(key)

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.reasoning import Reasoning
-from ..core.shared_keys import Placement, exact_key, marked, placement
+from ..core.shared_keys import Placement, exact_key, marked, placement, to_place
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
     DEFAULT_TTL_SECONDS,
@@ -104,8 +104,9 @@ class MemoryStore(ReasoningStore):
                 size = record_size(record)
                 if size > self.max_record_bytes:
                     continue
-                if record.conversation is not None and self.separate_conversations:
-                    key, record = self._placed(scope, key, record, now)
+                writing = to_place(record.conversation) if self.separate_conversations else None
+                if writing is not None:
+                    key, record = self._placed(scope, key, record, writing, now)
                 self._set(scope, key, record, size, now)
             self._writes += 1
             if self._writes % _SWEEP_EVERY == 0:
@@ -121,11 +122,11 @@ class MemoryStore(ReasoningStore):
         tenant.bytes += size
         self._bytes += size
 
-    def _placed(self, scope: str, key: str, record: Reasoning, now: float) -> tuple[str, Reasoning]:
-        """Where `record` goes (`shared_keys.placement`), marking the record under `key` shared
-        when a second conversation writes it. Under the lock."""
-        writing = record.conversation
-        assert writing is not None
+    def _placed(
+        self, scope: str, key: str, record: Reasoning, writing: str, now: float
+    ) -> tuple[str, Reasoning]:
+        """Where `record` of conversation `writing` goes (`shared_keys.placement`), marking the
+        record under `key` shared when a second conversation writes it. Under the lock."""
         entry = self._records.get((scope, key))
         held = entry.record if entry is not None and entry.expires_at > now else None
         first = held.conversation if held is not None else None

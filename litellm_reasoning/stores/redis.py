@@ -58,7 +58,7 @@ from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
 from ..core.reasoning import Reasoning
-from ..core.shared_keys import SHARED, exact_key
+from ..core.shared_keys import exact_key, to_place
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -209,12 +209,6 @@ _THREADS = 8
 T = TypeVar("T")
 
 logger = logging.getLogger("litellm_reasoning")
-
-
-def _placed_conversation(record: Reasoning) -> str:
-    """The conversation digest the write script places `record` by ('' : written as is)."""
-    conversation = record.conversation
-    return "" if conversation is None or conversation.startswith(SHARED) else conversation
 
 
 def cross_tenant_eviction(memory: Any, policy: Any, per_tenant: int) -> str | None:
@@ -427,7 +421,8 @@ class RedisStore(ReasoningStore):
         bodies = [body for _, body in kept.values()]
         sizes = [f"{size}:{len(body)}" for size, body in kept.values()]
         names = [self._record_key(sid, key) for key in kept]
-        conversations = [_placed_conversation(records[key]) for key in kept]
+        # '' : written as it is (`shared_keys.to_place`)
+        conversations = [to_place(records[key].conversation) or "" for key in kept]
         exact = [
             self._record_key(sid, exact_key(key, conversation)) if conversation else name
             for key, name, conversation in zip(kept, names, conversations, strict=True)

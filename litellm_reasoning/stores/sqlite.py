@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.reasoning import Reasoning
-from ..core.shared_keys import SHARED, Placement, exact_key, placement
+from ..core.shared_keys import Placement, exact_key, placement, to_place
 from . import _codec
 from ._base import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -250,9 +250,9 @@ class SqliteStore(ReasoningStore):
         if not rows:
             return
         placed = {
-            key
+            key: writing
             for key, record in records.items()
-            if record.conversation is not None and not record.conversation.startswith(SHARED)
+            if (writing := to_place(record.conversation)) is not None
         }
         with self._writing(wait) as conn:
             conn.execute("DELETE FROM records WHERE expires <= ?", (now,))
@@ -262,11 +262,12 @@ class SqliteStore(ReasoningStore):
             self._evict(conn)
 
     def _placed(
-        self, conn: sqlite3.Connection, sid: str, rows: list[Row], placed: set[str]
+        self, conn: sqlite3.Connection, sid: str, rows: list[Row], placed: Mapping[str, str]
     ) -> list[Row]:
-        """`rows` placed by `shared_keys.placement` against the records their keys hold, in
-        the write transaction (two writers of one key never both take it); a record a second
-        conversation meets is marked shared where it is."""
+        """`rows` placed by `shared_keys.placement` (`placed`: key -> the conversation its
+        record is placed by) against the records their keys hold, in the write transaction
+        (two writers of one key never both take it); a record a second conversation meets is
+        marked shared where it is."""
         keys = [row[1] for row in rows if row[1] in placed]
         marks = ",".join("?" * len(keys))
         held = dict(
@@ -278,7 +279,7 @@ class SqliteStore(ReasoningStore):
         out: list[Row] = []
         for row in rows:
             key, body = row[1], row[6]
-            writing = _codec.conversation_of(body) if key in placed else None
+            writing = placed.get(key)
             if writing is None:
                 out.append(row)
                 continue
