@@ -83,9 +83,11 @@ class Request:
     def legacy_for(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
         """Earlier releases' keys of the tool-call messages among `indices` (kept in
         `legacy`); none when this store is not shared with other releases."""
-        if self.history is not None and self.legacy_keys:
-            self.legacy.update(self.history.legacy_keys_for(indices))
-        return self.legacy
+        return self.legacy_keys_of()(indices)
+
+    def legacy_keys_of(self) -> LegacyKeys:
+        """`legacy_for` as a value that outlives the request without holding it."""
+        return LegacyKeys(self.history if self.legacy_keys else None, self.legacy)
 
     def place_of(self, index: int) -> str | None:
         """Where message `index` stands in its turn (`identity.place_of`) when its key follows
@@ -96,6 +98,23 @@ class Request:
         if not identity.has_tool_call_ids(message):
             return None
         return identity.place_of(self.history.anchor(index))
+
+
+@dataclass(slots=True)
+class LegacyKeys:
+    """Earlier releases' keys of the tool-call messages among the indices it is called with,
+    made from `history` (None: this store is not shared with other releases) and kept in
+    `made`. Kept by the call state for a refusal to evict: it holds the history, never the
+    request, whose kwargs hold LiteLLM's logging object, which holds the call state (a cycle
+    only the garbage collector frees, taking every message of the request with it)."""
+
+    history: History | None
+    made: dict[int, tuple[str, ...]]
+
+    def __call__(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
+        if self.history is not None:
+            self.made.update(self.history.legacy_keys_for(indices))
+        return self.made
 
 
 @dataclass(slots=True)
@@ -578,7 +597,7 @@ class Engine:
         # What went into this request from the store (what a refusal of it evicts), as
         # references: turned into keys only when a refusal asks.
         state.restored = {}
-        state.restored_source = (request.keys, request.legacy_for, stored, rendered.restored)
+        state.restored_source = (request.keys, request.legacy_keys_of(), stored, rendered.restored)
         self.begin(
             state,
             Capture(

@@ -21,6 +21,13 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 sys.path.insert(0, str(REPO / "bench"))
 import soak
 
+_TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "f", "parameters": {"type": "object", "properties": {}}},
+    }
+]
+
 
 def _call(call_id: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
@@ -91,3 +98,57 @@ def test_short_soak_isolated_and_bounded() -> None:
     assert result.held["open_captures"] == 0
     rss_growth, _ = result.growth_mb(0.0)
     assert rss_growth < 60, rss_growth  # generous: LiteLLM's own warm-up; bench/soak.py is strict
+
+
+async def test_a_finished_call_leaves_nothing_for_the_garbage_collector(upstream: Upstream) -> None:
+    """The call state lives on LiteLLM's logging object; nothing it keeps may lead back to that
+    object, or each call's logging object (and with it every message of the request) waits for
+    a full garbage collection instead of going when the call ends: in a busy proxy, long
+    histories piling up in the oldest generation, and collections over all of them. Measured
+    before: every call's logging object stayed in such a cycle (the state kept the request,
+    whose kwargs hold the logging object)."""
+    import gc
+    import weakref
+
+    from litellm.integrations.custom_logger import CustomLogger
+
+    class Watch(CustomLogger):  # type: ignore[misc]
+        """Keeps a weak reference to each call's logging object."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.seen: list[weakref.ref[Any]] = []
+
+        async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any) -> None:
+            self.seen.append(weakref.ref(kwargs["litellm_logging_obj"]))
+
+    callback = ReasoningCallback()
+    watch = Watch()
+    register(callback)
+    litellm.callbacks = [callback, watch]
+    model = f"cycles-{uuid.uuid4().hex[:8]}"
+    calls = [_call("call_a")]
+    replies = [Reply(message={"content": "", "reasoning_content": "r", "tool_calls": calls})] * 4
+    upstream.script(model, *replies)
+    history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
+    common = {"model": f"deepseek/{model}", "api_base": upstream.base_url, "api_key": "k"}
+    gc.collect()
+    gc.disable()
+    try:
+        for step in range(4):
+            await litellm.acompletion(messages=list(history), tools=_TOOLS, **common)
+            history += [
+                {"role": "assistant", "content": "", "tool_calls": calls},
+                {"role": "tool", "tool_call_id": "call_a", "content": f"step {step}"},
+            ]
+        deadline = asyncio.get_running_loop().time() + 60
+        while callback.stats["captured"] < 4 or callback.open_captures:
+            assert asyncio.get_running_loop().time() < deadline, "calls not finished"
+            await asyncio.sleep(0.02)
+        await asyncio.sleep(0.2)  # LiteLLM's own logging tasks end
+        alive = [ref for ref in watch.seen if ref() is not None]
+        assert not alive, f"{len(alive)} of 4 logging objects kept alive by a reference cycle"
+        assert callback.stats["restored"] == 1 + 2 + 3, callback.stats
+    finally:
+        gc.enable()
+        litellm.logging_callback_manager._reset_all_callbacks()
