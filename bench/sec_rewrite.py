@@ -28,6 +28,7 @@ from common import (
 )
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.identity import has_tool_call_ids
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.memo.prefix_cache import PrefixCache
 from litellm_reasoning.stores import MemoryStore
@@ -63,8 +64,14 @@ def prime_store(
     """Put each assistant message's reasoning where the callback will look it up for a call
     with `kwargs` (default `hook_kwargs`: what decides the scope and the target)."""
     request = cb.engine.prepare(kwargs or hook_kwargs(messages), messages)
+    # As the callback captures them: a tool-call message's record names the conversation
+    # before it (`shared_keys`), which every read compares.
     records = {
-        key: Reasoning(parts=(ReasoningPart(text=reasoning[i]),), provider="deepseek")
+        key: Reasoning(
+            parts=(ReasoningPart(text=reasoning[i]),),
+            provider="deepseek",
+            conversation=request.before[i] if has_tool_call_ids(messages[i]) else None,
+        )
         for i, key in request.keys.items()
         if i in reasoning
     }

@@ -321,10 +321,15 @@ class Engine:
         other: set[int] = set()
         for i, key in keys.items():
             record = found.get(key)
-            conversation = before.get(i)
-            if record is None or record.conversation is None or conversation is None:
+            if record is None:
                 continue
-            how = reading(record.conversation, conversation)
+            held = record.conversation
+            if held is None:
+                continue
+            conversation = before.get(i)
+            if conversation is None or held == conversation:  # filed for it: the common case
+                continue
+            how = reading(held, conversation)
             if how is not Reading.RESTORE:
                 exact[i] = exact_key(key, conversation)
                 if how is Reading.OTHER:

@@ -85,15 +85,20 @@ class MemoryStore(ReasoningStore):
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         now = self._clock()
         found: dict[str, Reasoning] = {}
+        entry_of = self._records.get
         with self._lock:
+            tenant = self._by_scope.get(scope)
+            if tenant is None:
+                return found
+            used = tenant.keys.move_to_end
             for key in keys:
-                entry = self._records.get((scope, key))
+                entry = entry_of((scope, key))
                 if entry is None:
                     continue
                 if entry.expires_at <= now:
                     self._drop((scope, key))
                     continue
-                self._by_scope[scope].keys.move_to_end(key)
+                used(key)
                 found[key] = entry.record
         return found
 
