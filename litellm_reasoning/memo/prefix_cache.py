@@ -19,6 +19,7 @@ size passes `max_bytes`. Pure (no LiteLLM, no I/O); safe to share between thread
 from __future__ import annotations
 
 import marshal
+import operator
 import threading
 from bisect import bisect_left
 from collections import OrderedDict
@@ -252,6 +253,16 @@ def _equal_prefix(messages: Sequence[Any], copies: list[Any]) -> int:
     return limit
 
 
+def _mostly_equal(messages: Sequence[Any], copies: list[Any], start: int, end: int) -> bool:
+    """Whether at least half of `messages[start:end]` equal the copies at the same places
+    (compared in C): worth walking beside them (`_walk_beside`) rather than as new."""
+    try:
+        equal = sum(map(operator.eq, messages[start:end], copies[start:end]))
+    except Exception:  # an object whose `==` raises: compared one by one, as before
+        return True
+    return bool(2 * equal >= end - start)
+
+
 def _equal(message: Any, copy: Any) -> bool:
     try:
         return bool(message == copy)
@@ -337,7 +348,12 @@ class PrefixCache:
         messages = history.messages
         before = min(len(earlier.copies), len(messages)) if earlier is not None else start
         if earlier is not None and start < before:
-            PrefixCache._walk_beside(history, earlier, start, before)
+            if _mostly_equal(messages, earlier.copies, start, before):
+                PrefixCache._walk_beside(history, earlier, start, before)
+            else:
+                # Another conversation that only shares its head (a system prompt many
+                # conversations of a key send): walked as new, in the batched path.
+                before = start
         PrefixCache._walk_new(history, max(start, before))
 
     @staticmethod

@@ -298,6 +298,40 @@ def test_a_continued_conversation_is_hashed_once() -> None:
     assert cache.walk("ns=other", copy.deepcopy(second)).reused == 0
 
 
+def test_another_conversation_sharing_only_its_head_is_walked_as_new(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Many conversations of one key share their system prompt: a request of another one
+    matches a remembered history only there, and its messages are walked as new messages are
+    (the batched fast path), not one by one beside a conversation they do not repeat.
+    Counted: the general canonical encoding, which the one-by-one path took for every message
+    (measured in a 4-worker proxy: 21 ms of every 1 000-message request)."""
+    cache = PrefixCache()
+    first = _loop(30)
+    cache.remember(cache.walk(SCOPE, first))
+    other = copy.deepcopy(first)
+    for message in other[1:]:
+        if message.get("content"):
+            message["content"] += " (another conversation)"
+    slow: list[Any] = []
+    general = identity.canonical_decided
+    monkeypatch.setattr(
+        identity, "canonical_decided", lambda message: slow.append(message) or general(message)
+    )
+    history = cache.walk(SCOPE, other)
+    assert history.reused == 1  # the system prompt
+    assert history.digests == identity.prefix_digests(other)
+    assert history.shapes == [identity.canonical(m) for m in other]
+    assert slow == []
+    for index in history.assistant:
+        assert history.key(index) == identity.key_at(SCOPE, other, index)
+    # an edit of an earlier turn (everything else equal) still reuses the messages beside it
+    edited = copy.deepcopy(first)
+    edited[4]["content"] = "a0, edited"
+    assert cache.walk(SCOPE, edited).shapes == [identity.canonical(m) for m in edited]
+    assert slow == [edited[4]]  # the edited message alone, walked beside the others
+
+
 def _walk_edited(
     index: int, content: str
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], History]:
