@@ -49,6 +49,23 @@ logger = logging.getLogger("litellm_reasoning")
 
 
 @dataclass(slots=True)
+class LegacyKeys:
+    """Earlier releases' keys of the tool-call messages among the indices it is called with,
+    made from `history` (None: this store is not shared with other releases) and kept in
+    `made`. Kept by the call state for a refusal to evict: it holds the history, never the
+    request, whose kwargs hold LiteLLM's logging object, which holds the call state (a cycle
+    only the garbage collector frees, taking every message of the request with it)."""
+
+    history: History | None
+    made: dict[int, tuple[str, ...]]
+
+    def __call__(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
+        if self.history is not None:
+            self.made.update(self.history.legacy_keys_for(indices))
+        return self.made
+
+
+@dataclass(slots=True)
 class Request:
     """One request being rendered: its target, scope and the store keys it looks up."""
 
@@ -66,9 +83,9 @@ class Request:
     """Digest of the whole history: the state this call's reply answers."""
     owns: list[Reasoning | None]
     """The reasoning each message carries itself (read once)."""
-    legacy: dict[int, tuple[str, ...]]
-    """Message index -> earlier releases' keys of a tool-call message (rolling upgrades):
-    filled in by `legacy_for`, for the messages the read missed and those a refusal evicts."""
+    legacy: LegacyKeys
+    """Earlier releases' keys of its tool-call messages (rolling upgrades), made for the
+    messages the read missed and those a refusal evicts."""
     anchor: identity.Anchor
     """Where this call's reply will stand in its turn."""
     history: History | None = None
@@ -77,17 +94,6 @@ class Request:
     """(`identity.origin_of` the deployment, its Router id)."""
     required: bool = False
     """The target refuses this request without the records looked up (`refused_without`)."""
-    legacy_keys: bool = False
-    """The store may hold records of earlier releases (`Engine.legacy_keys_on`)."""
-
-    def legacy_for(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
-        """Earlier releases' keys of the tool-call messages among `indices` (kept in
-        `legacy`); none when this store is not shared with other releases."""
-        return self.legacy_keys_of()(indices)
-
-    def legacy_keys_of(self) -> LegacyKeys:
-        """`legacy_for` as a value that outlives the request without holding it."""
-        return LegacyKeys(self.history if self.legacy_keys else None, self.legacy)
 
     def place_of(self, index: int) -> str | None:
         """Where message `index` stands in its turn (`identity.place_of`) when its key follows
@@ -98,23 +104,6 @@ class Request:
         if not identity.has_tool_call_ids(message):
             return None
         return identity.place_of(self.history.anchor(index))
-
-
-@dataclass(slots=True)
-class LegacyKeys:
-    """Earlier releases' keys of the tool-call messages among the indices it is called with,
-    made from `history` (None: this store is not shared with other releases) and kept in
-    `made`. Kept by the call state for a refusal to evict: it holds the history, never the
-    request, whose kwargs hold LiteLLM's logging object, which holds the call state (a cycle
-    only the garbage collector frees, taking every message of the request with it)."""
-
-    history: History | None
-    made: dict[int, tuple[str, ...]]
-
-    def __call__(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
-        if self.history is not None:
-            self.made.update(self.history.legacy_keys_for(indices))
-        return self.made
 
 
 @dataclass(slots=True)
@@ -431,12 +420,12 @@ class Engine:
             {i: digests[i - 1] if i > 0 else empty for i in wanted},
             history.digest,
             owns,
-            {},
+            # Only a store shared with earlier releases can hold what they wrote.
+            LegacyKeys(history if self.legacy_keys_on else None, {}),
             history.anchor(len(messages)),
             history,
             read.origin(kwargs, provider),
             required,
-            self.legacy_keys_on,
         )
 
     def render_flow(
@@ -451,7 +440,7 @@ class Engine:
             request.scope,
             keys,
             request.before,
-            request.legacy_for,
+            request.legacy,
             request.required,
             # By place only where the target refuses the request without the record: another
             # conversation's capture at the same place can make a miss wait.
@@ -555,7 +544,7 @@ class Engine:
     ) -> Rendered:
         found = self.refused.without_refused(request.scope, found)
         stored = self.of_origin(
-            stored_records(request.keys, request.legacy, found),
+            stored_records(request.keys, request.legacy.made, found),
             request.origin[0],
             request.provider,
         )
@@ -602,7 +591,7 @@ class Engine:
         # What went into this request from the store (what a refusal of it evicts), as
         # references: turned into keys only when a refusal asks.
         state.restored = {}
-        state.restored_source = (request.keys, request.legacy_keys_of(), stored, rendered.restored)
+        state.restored_source = (request.keys, request.legacy, stored, rendered.restored)
         self.begin(
             state,
             Capture(

@@ -7,12 +7,15 @@ once (not done yet: see the report). The long soak is `bench/soak.py --seconds N
 from __future__ import annotations
 
 import asyncio
+import gc
 import sys
 import uuid
+import weakref
 from typing import Any
 
 import litellm
 from conftest import register
+from litellm.integrations.custom_logger import CustomLogger
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
@@ -21,12 +24,7 @@ from litellm_reasoning.testing.upstream import Reply, Upstream
 sys.path.insert(0, str(REPO / "bench"))
 import soak
 
-_TOOLS = [
-    {
-        "type": "function",
-        "function": {"name": "f", "parameters": {"type": "object", "properties": {}}},
-    }
-]
+TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 
 
 def _call(call_id: str) -> dict[str, Any]:
@@ -107,10 +105,6 @@ async def test_a_finished_call_leaves_nothing_for_the_garbage_collector(upstream
     histories piling up in the oldest generation, and collections over all of them. Measured
     before: every call's logging object stayed in such a cycle (the state kept the request,
     whose kwargs hold the logging object)."""
-    import gc
-    import weakref
-
-    from litellm.integrations.custom_logger import CustomLogger
 
     class Watch(CustomLogger):  # type: ignore[misc]
         """Keeps a weak reference to each call's logging object."""
@@ -136,7 +130,7 @@ async def test_a_finished_call_leaves_nothing_for_the_garbage_collector(upstream
     gc.disable()
     try:
         for step in range(4):
-            await litellm.acompletion(messages=list(history), tools=_TOOLS, **common)
+            await litellm.acompletion(messages=list(history), tools=TOOLS, **common)
             history += [
                 {"role": "assistant", "content": "", "tool_calls": calls},
                 {"role": "tool", "tool_call_id": "call_a", "content": f"step {step}"},
