@@ -37,12 +37,15 @@ MODEL = "deepseek/deepseek-v4-flash"
 
 REDIS = "redis://127.0.0.1:6379/0"
 
-ARMS = ("without", "keeping", "with")
+ARMS = ("without", "keeping", "empty", "with")
 """`without`: a dropping client, no callback (what a real DeepSeek refuses); `keeping`: a client
 that sends every reasoning back itself, no callback (the same wire as `with`: the cost of the
-restored bytes in LiteLLM, whoever restores them); `with`: a dropping client and the callback."""
+restored bytes in LiteLLM, whoever restores them); `empty`: that client through a proxy with a
+callback that does nothing (`empty_callback.py`: what LiteLLM itself costs once any callback is
+registered, at this history length); `with`: a dropping client and the callback."""
 
-PROXY_OF = {"without": "without", "keeping": "without", "with": "with"}
+PROXY_OF = {"without": "without", "keeping": "without", "empty": "empty", "with": "with"}
+KEEPING = {"keeping", "empty"}
 
 # The upstream's reply: a tool call with reasoning (captured by the callback, dropped by the
 # client); its content is replaced by the upstream with "<with reasoning>/<assistant messages>".
@@ -152,6 +155,15 @@ def proxy_specs(base_url: str, tmp: str, store_url: str, workers: int) -> dict[s
         "without": ProxyProcess(
             {"model_list": model_list}, Path(tmp) / "without", num_workers=workers
         ),
+        "empty": ProxyProcess(
+            {
+                "model_list": model_list,
+                "litellm_settings": {"callbacks": "empty_callback.callback"},
+            },
+            Path(tmp) / "empty",
+            env={"PYTHONPATH": str(Path(__file__).resolve().parent)},
+            num_workers=workers,
+        ),
         "with": ProxyProcess(
             {
                 "model_list": model_list,
@@ -226,11 +238,9 @@ def _measure(
                 _prime(store_url, histories)
             cpu = proxy.group_cpu_seconds()
             start = time.perf_counter()
-            requests = [
-                with_reasoning(h, r) if name == "keeping" else list(h) for h, r in histories
-            ]
+            requests = [with_reasoning(h, r) if name in KEEPING else list(h) for h, r in histories]
             lat, err, sent, carried = asyncio.run(
-                _load(proxy, requests, seconds, keep=name == "keeping")
+                _load(proxy, requests, seconds, keep=name in KEEPING)
             )
             res = results[name]
             res["elapsed"] += time.perf_counter() - start
@@ -270,6 +280,7 @@ def _report(
             {
                 "without": "no callback, dropping client",
                 "keeping": "no callback, client keeping reasoning",
+                "empty": "an empty callback (LiteLLM's own cost of one), client keeping reasoning",
                 "with": "with the callback (Redis store), dropping client",
             }[k],
             f"{rate[k]:.1f}",
@@ -285,7 +296,7 @@ def _report(
     cpu_ratio = cpu["with"] / cpu["without"]
     added = p50["with"] - p50["without"]
     rps_ratio = rate["with"] / rate["without"]
-    for base in ("without", "keeping"):
+    for base in ("without", "keeping", "empty"):
         rows.append(
             [
                 f"with / {base}",
@@ -315,14 +326,15 @@ def _report(
     restored_all = w["sent"] > 0 and w["carried"] == w["sent"]
     section.note(
         f"{workers} workers per proxy, {clients} agents each continuing its own {size}-message "
-        f"history (agent tool loop, DeepSeek with tools, reasoning dropped by the client; "
-        f"reasoning primed in Redis for the history, captured live for each new reply), a new "
+        "history (agent tool loop, DeepSeek with tools, reasoning dropped by the client; "
+        "reasoning primed in Redis for the history, captured live for each new reply), a new "
         f"connection per request (any worker answers), {rounds} rounds of {seconds:g} s per "
-        f"arm (the arms in turn, order turned around each round; `keeping` runs on the proxy "
-        f"without the callback); new conversations every round. CPU: every process of "
-        f"the proxy's group (user + system) over the requests it served. The reasoning column is "
-        f"what the local server counted on the wire; with the callback every assistant message "
-        f"must carry it ({'yes' if restored_all else 'NO'})."
+        "arm (the arms in turn, order turned around each round; `keeping` runs on the proxy "
+        "without the callback, `empty` on a third proxy whose callback does nothing); new "
+        "conversations every round. CPU: every process of the proxy's group (user + system) "
+        "over the requests it served. The reasoning column is what the local server counted on "
+        "the wire; with the callback every assistant message must carry it "
+        f"({'yes' if restored_all else 'NO'})."
     )
     section.summary += [
         (
@@ -353,6 +365,13 @@ def _report(
             f"proxy, {workers} workers: CPU / request with the callback / a client keeping its "
             "reasoning (same wire, no callback)",
             fmt_ratio(cpu["with"] / cpu["keeping"]),
+            "<= 1.15x",
+            verdict(cpu["with"] / cpu["keeping"] <= 1.15),
+        ),
+        (
+            f"proxy, {workers} workers: CPU / request, an empty callback / no callback (LiteLLM's "
+            "own cost of a callback; both clients keeping reasoning); with / empty callback",
+            f"{fmt_ratio(cpu['empty'] / cpu['keeping'])}; {fmt_ratio(cpu['with'] / cpu['empty'])}",
             "—",
             "info",
         ),

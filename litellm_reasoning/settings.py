@@ -258,6 +258,7 @@ def callback_from_environment() -> ReasoningCallback:
 def startup_line(callback: ReasoningCallback, settings: Settings) -> str:
     """The sign of life: version, store and its persistence, scope, policy overrides."""
     from ._version import __version__
+    from .memo.accelerator import NATIVE
     from .stores import ResilientStore
 
     store = callback.store
@@ -279,6 +280,7 @@ def startup_line(callback: ReasoningCallback, settings: Settings) -> str:
             if settings.max_reasoning_tokens is not None
             else ""
         )
+        + ("; native accelerator" if NATIVE is not None else "; pure Python (no accelerator)")
     )
 
 

@@ -89,7 +89,9 @@ run_line() {  # venv pytest-args...
 # Tests marked `once` do not depend on the LiteLLM version (the pure core, the store contract,
 # packaging, the bench's smoke run): each runs on one line, those needing the proxy on 1.108.7,
 # the others on 1.110.2; everything else runs on every line it can.
-run_line proxy-1.106.12 -m "not once" "$@" &
+# 1.106.12 runs without the native accelerator (`core/accelerator.py`): the pure-Python path,
+# which is the contract, end to end; the other lines run the accelerated one.
+LITELLM_REASONING_PURE_PYTHON=1 run_line proxy-1.106.12 -m "not once" "$@" &
 pid_106=$!
 run_line proxy-1.108.7 -m "not once or proxy" "$@" &
 pid_108=$!
@@ -97,7 +99,7 @@ run_line sdk-1.110.2 -m "not proxy" "$@" &
 pid_110=$!
 status=0
 wait $pid_106 || status=$?
-echo "== LiteLLM 1.106.12 (with proxy): all tests but those marked once"
+echo "== LiteLLM 1.106.12 (with proxy, pure Python): all tests but those marked once"
 cat .venvs/reports/proxy-1.106.12.log
 wait $pid_108 || status=$?
 echo "== LiteLLM 1.108.7 (with proxy): all tests but the once tests without the proxy"

@@ -93,7 +93,8 @@ _quote = json.encoder.encode_basestring
 _QUOTED_ROLES = {
     role: _quote(role) for role in ("system", "developer", "user", "assistant", "tool")
 }
-_EXTRAS = "provider_specific_fields"
+EXTRAS_KEY = "provider_specific_fields"
+_EXTRAS = EXTRAS_KEY
 
 FACT_TURN = 1
 """`read` found `turn` on a content block, a tool call or its function (not the message's own)."""
@@ -409,9 +410,7 @@ def key_makers(
     digest `system` (the fixed part of the key material made once): the key of a tool-call
     message from its canonical bytes, its offset and its user message's canonical bytes, and
     the key of any other message from its digest."""
-    head = b"\x00".join((b"tc3", scope.encode()))
-    system_bytes = system.encode()
-    position_head = b"pos\x00" + scope.encode() + b"\x00"
+    head, system_bytes, position_head = key_material(scope, system)
     blake2b = hashlib.blake2b
 
     def tool_call_key(shape: bytes, offset: int, user: bytes) -> str:
@@ -422,6 +421,12 @@ def key_makers(
         return blake2b(position_head + digest.encode(), digest_size=20).hexdigest()
 
     return tool_call_key, position_key
+
+
+def key_material(scope: str, system: str) -> tuple[bytes, bytes, bytes]:
+    """The fixed parts of `key_makers`' material: the tool-call key's head, the system prompt's
+    digest, the position key's head."""
+    return b"tc3\x00" + scope.encode(), system.encode(), b"pos\x00" + scope.encode() + b"\x00"
 
 
 def previous_tool_call_keys(

@@ -34,6 +34,7 @@ from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
 from ..core.turns import TURN_KEY, carries_turn
+from .accelerator import NATIVE
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""
@@ -108,9 +109,24 @@ class History:
     def _make_keys(self, indices: Sequence[int]) -> list[str]:
         """`identity.message_key` of the messages at `indices` (ascending), kept in `keys`:
         the scope's and the system prompt's part of the key material made once."""
-        tool_call_key, position_key = identity.key_makers(self.scope, self.system_digest())
+        system = self.system_digest()
         messages, shapes, digests = self.messages, self.shapes, self.digests
         keys = self.keys
+        if NATIVE is not None and type(messages) is list:
+            made = NATIVE.keys(
+                messages,
+                list(indices),
+                shapes,
+                digests,
+                self.users,
+                *identity.key_material(self.scope, system),
+            )
+            if None not in made:
+                for index, key in zip(indices, made, strict=True):
+                    keys[index] = key
+                return made  # type: ignore[return-value]  # no None in it
+            # a shape the accelerator leaves to Python: those made again below
+        tool_call_key, position_key = identity.key_makers(self.scope, system)
         out = []
         for index in indices:
             message = messages[index]
@@ -416,8 +432,53 @@ class PrefixCache:
     def _walk_new(history: History, start: int) -> None:
         """Messages from `start` on, which no earlier request had (all of a cold request):
         the per-message cost of a request on a process that never saw its conversation, so
-        kept to one canonical encoding and one chained hash per message, and one `marshal` copy
-        of them all."""
+        kept to one canonical encoding and one chained hash per message (in C where the
+        accelerator is built), and one `marshal` copy of them all."""
+        messages = history.messages
+        new_copies, marshalled = _copy_all(messages, start)
+        end = len(messages)
+        if NATIVE is not None and new_copies is not None and type(messages) is list:
+            index = start
+            while index < end:
+                index = PrefixCache._walk_native(history, messages, index)
+                if index < end:  # a shape the accelerator leaves to Python
+                    PrefixCache._walk_python(history, index, index + 1, copied=True)
+                    index += 1
+        else:
+            PrefixCache._walk_python(history, start, end, copied=new_copies is not None)
+        if new_copies is not None:
+            history.copies.extend(new_copies)
+            _spread_sizes(history.sizes, history.shapes, start, marshalled)
+        history.recipes.extend([None] * (end - len(history.recipes)))
+
+    @staticmethod
+    def _walk_native(history: History, messages: list[Any], start: int) -> int:
+        """`_walk_python` of the messages from `start` on that the accelerator reads; returns
+        where it stopped."""
+        assert NATIVE is not None
+        stop, shapes, digests, users, assistant, to_read, flagged, unsure = NATIVE.walk(
+            messages, start, history.digest
+        )
+        if shapes:
+            history.shapes.extend(shapes)
+            history.digests.extend(digests)
+            history.users.extend(users)
+            history.assistant.extend(assistant)
+            history.flagged.extend(flagged)
+            history.unsure.extend(unsure)
+            history.owns.extend([None] * len(shapes))
+            history.keys.extend([None] * len(shapes))
+            owns, detailed = history.owns, history.detailed
+            for index in to_read:
+                own = owns[index] = _own(messages[index])
+                if own is not None and any(part.details for part in own.parts):
+                    detailed.append(index)
+        return stop
+
+    @staticmethod
+    def _walk_python(history: History, start: int, end: int, *, copied: bool) -> None:
+        """Messages `start` to `end` (exclusive) in Python; `copied`: their private copies are
+        made by the caller."""
         messages = history.messages
         previous = history.digest
         total = history.size
@@ -425,8 +486,7 @@ class PrefixCache:
         sizes, owns, keys = history.sizes, history.owns, history.keys
         users, assistant, flagged = history.users, history.assistant, history.flagged
         read, chain, own_fields_nothing = identity.read, identity.chain, own_fields_carry_nothing
-        new_copies, marshalled = _copy_all(messages, start)
-        for index in range(start, len(messages)):
+        for index in range(start, end):
             message = messages[index]
             fast = read(message) if type(message) is dict else None
             if fast is None:
@@ -435,7 +495,7 @@ class PrefixCache:
             else:
                 shape, decided, facts = fast
             previous = chain(previous, shape)
-            if new_copies is None:
+            if not copied:
                 copy, size = _copy(message)
                 total += size + len(shape) + _OVERHEAD
                 sizes.append(total)
@@ -462,10 +522,6 @@ class PrefixCache:
             digests.append(previous)
             owns.append(own)
             keys.append(None)
-        if new_copies is not None:
-            copies.extend(new_copies)
-            _spread_sizes(sizes, shapes, start, marshalled)
-        history.recipes.extend([None] * (len(messages) - len(history.recipes)))
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""

@@ -201,3 +201,21 @@ def test_a_mistake_in_the_section_is_one_line_with_the_closest_name(
     text = str(raised.value)
     assert "'namspace'" in text and "did you mean 'namespace'" in text
     assert "\n" not in text
+
+
+def test_the_startup_line_says_whether_the_native_accelerator_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where it was not built (no C compiler, the pure wheel) the operator reads it there."""
+    from litellm_reasoning import settings as settings_module
+    from litellm_reasoning.memo import accelerator
+
+    settings = Settings.load({}, {})
+    callback = litellm_reasoning.ReasoningCallback()
+    line = settings_module.startup_line(callback, settings)
+    expected = "native accelerator" if accelerator.NATIVE is not None else "pure Python"
+    assert f"; {expected}" in line
+    monkeypatch.setattr(accelerator, "NATIVE", None)
+    assert settings_module.startup_line(callback, settings).endswith(
+        "; pure Python (no accelerator)"
+    )

@@ -31,7 +31,7 @@ ALLOWED: dict[str, set[str]] = {
     "stores": {"core"},
     "memo": {"core", "stores"},
     "integration": {"core", "wire", "memo", "stores", "litellm", "litellm (lazy)"},
-    "settings": {"_version", "core", "wire", "stores", "integration", "litellm (lazy)"},
+    "settings": {"_version", "core", "wire", "memo", "stores", "integration", "litellm (lazy)"},
     "cli": {"__init__", "core", "wire", "stores", "integration", "testing", "litellm (lazy)"},
     "testing": {"core", "stores"},  # store doubles are stores
     "__init__": {"_version", "core", "integration", "settings"},

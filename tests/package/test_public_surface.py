@@ -221,6 +221,9 @@ def test_the_wheel_holds_the_license_the_data_and_the_version(tmp_path: Path) ->
         metadata = next(n for n in names if n.endswith(".dist-info/METADATA"))
         text = archive.read(metadata).decode()
     assert "litellm_reasoning/py.typed" in names
+    # the native accelerator, compiled (this machine has a C compiler)
+    native = ("litellm_reasoning/_accel.", (".so", ".pyd"))
+    assert any(n.startswith(native[0]) and n.endswith(native[1]) for n in names)
     assert "litellm_reasoning/data/model_table.json" in names
     cases = sorted(p.name for p in (ROOT / "conformance").glob("*.json"))
     assert cases and all(f"litellm_reasoning/data/conformance/{c}" in names for c in cases)

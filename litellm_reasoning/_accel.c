@@ -1,0 +1,768 @@
+/* Optional native accelerator for the per-message cost of a request that brings messages no
+ * earlier request had (a cold proxy worker): canonical bytes, chained digests and store keys of
+ * a whole history, byte for byte what `core/identity.py` computes in Python (the contract,
+ * property-tested against this module in tests/core/test_accelerator.py).
+ *
+ * Only the common shape is handled here (a dict whose identifying fields hold strings, text
+ * parts and reasoning blocks); anything else is handed back to Python at its index, which then
+ * computes it exactly as without this module. BLAKE2b is written out (RFC 7693) because
+ * hashlib's is not reachable from C. */
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+/* ---------------------------------------------------------------- BLAKE2b (RFC 7693) */
+
+static const uint64_t B2_IV[8] = {
+    0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3c6ef372fe94f82bULL,
+    0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
+    0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL,
+};
+
+static const uint8_t B2_SIGMA[12][16] = {
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+    {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
+    {7, 9, 3, 1, 13, 12, 11, 14, 2, 6, 5, 10, 4, 0, 15, 8},
+    {9, 0, 5, 7, 2, 4, 10, 15, 14, 1, 11, 12, 6, 8, 3, 13},
+    {2, 12, 6, 10, 0, 11, 8, 3, 4, 13, 7, 5, 15, 14, 1, 9},
+    {12, 5, 1, 15, 14, 13, 4, 10, 0, 7, 6, 3, 9, 2, 8, 11},
+    {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
+    {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
+    {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
+    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
+};
+
+typedef struct {
+    uint64_t h[8];
+    uint64_t t[2];
+    uint8_t buf[128];
+    size_t buflen;
+    size_t outlen;
+} b2_state;
+
+#define ROTR64(x, n) (((x) >> (n)) | ((x) << (64 - (n))))
+
+static uint64_t load64(const uint8_t *p) {
+    return ((uint64_t)p[0]) | ((uint64_t)p[1] << 8) | ((uint64_t)p[2] << 16) |
+           ((uint64_t)p[3] << 24) | ((uint64_t)p[4] << 32) | ((uint64_t)p[5] << 40) |
+           ((uint64_t)p[6] << 48) | ((uint64_t)p[7] << 56);
+}
+
+#define B2_G(r, i, a, b, c, d)                                                                 \
+    do {                                                                                       \
+        a = a + b + m[B2_SIGMA[r][2 * (i)]];                                                   \
+        d = ROTR64(d ^ a, 32);                                                                 \
+        c = c + d;                                                                             \
+        b = ROTR64(b ^ c, 24);                                                                 \
+        a = a + b + m[B2_SIGMA[r][2 * (i) + 1]];                                               \
+        d = ROTR64(d ^ a, 16);                                                                 \
+        c = c + d;                                                                             \
+        b = ROTR64(b ^ c, 63);                                                                 \
+    } while (0)
+
+static void b2_compress(b2_state *s, const uint8_t *block, int last) {
+    uint64_t m[16], v[16];
+    for (int i = 0; i < 16; i++) m[i] = load64(block + 8 * i);
+    for (int i = 0; i < 8; i++) {
+        v[i] = s->h[i];
+        v[i + 8] = B2_IV[i];
+    }
+    v[12] ^= s->t[0];
+    v[13] ^= s->t[1];
+    if (last) v[14] = ~v[14];
+    for (int r = 0; r < 12; r++) {
+        B2_G(r, 0, v[0], v[4], v[8], v[12]);
+        B2_G(r, 1, v[1], v[5], v[9], v[13]);
+        B2_G(r, 2, v[2], v[6], v[10], v[14]);
+        B2_G(r, 3, v[3], v[7], v[11], v[15]);
+        B2_G(r, 4, v[0], v[5], v[10], v[15]);
+        B2_G(r, 5, v[1], v[6], v[11], v[12]);
+        B2_G(r, 6, v[2], v[7], v[8], v[13]);
+        B2_G(r, 7, v[3], v[4], v[9], v[14]);
+    }
+    for (int i = 0; i < 8; i++) s->h[i] ^= v[i] ^ v[i + 8];
+}
+
+static void b2_init(b2_state *s, size_t outlen) {
+    for (int i = 0; i < 8; i++) s->h[i] = B2_IV[i];
+    s->h[0] ^= 0x01010000ULL ^ (uint64_t)outlen; /* no key, fanout 1, depth 1 */
+    s->t[0] = s->t[1] = 0;
+    s->buflen = 0;
+    s->outlen = outlen;
+}
+
+static void b2_count(b2_state *s, size_t n) {
+    s->t[0] += (uint64_t)n;
+    if (s->t[0] < (uint64_t)n) s->t[1]++;
+}
+
+static void b2_update(b2_state *s, const uint8_t *in, size_t len) {
+    while (len > 0) {
+        if (s->buflen == 128) { /* full, and more follows: not the last block */
+            b2_count(s, 128);
+            b2_compress(s, s->buf, 0);
+            s->buflen = 0;
+        }
+        size_t take = 128 - s->buflen;
+        if (take > len) take = len;
+        memcpy(s->buf + s->buflen, in, take);
+        s->buflen += take;
+        in += take;
+        len -= take;
+    }
+}
+
+static const char HEX[] = "0123456789abcdef";
+
+/* The digest as a new str of lowercase hex digits (what `hexdigest()` returns). */
+static PyObject *b2_hexdigest(b2_state *s) {
+    b2_count(s, s->buflen);
+    memset(s->buf + s->buflen, 0, 128 - s->buflen);
+    b2_compress(s, s->buf, 1);
+    PyObject *out = PyUnicode_New((Py_ssize_t)(2 * s->outlen), 127);
+    if (out == NULL) return NULL;
+    Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
+    for (size_t i = 0; i < s->outlen; i++) {
+        uint8_t byte = (uint8_t)(s->h[i / 8] >> (8 * (i % 8)));
+        w[2 * i] = (Py_UCS1)HEX[byte >> 4];
+        w[2 * i + 1] = (Py_UCS1)HEX[byte & 15];
+    }
+    return out;
+}
+
+/* ---------------------------------------------------------------- growable bytes */
+
+typedef struct {
+    char *data;
+    Py_ssize_t len;
+    Py_ssize_t cap;
+} buffer;
+
+static int buf_reserve(buffer *b, Py_ssize_t extra) {
+    if (b->len + extra <= b->cap) return 0;
+    Py_ssize_t cap = b->cap ? b->cap : 256;
+    while (cap < b->len + extra) cap *= 2;
+    char *data = PyMem_Realloc(b->data, (size_t)cap);
+    if (data == NULL) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    b->data = data;
+    b->cap = cap;
+    return 0;
+}
+
+static int buf_put(buffer *b, const char *s, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    memcpy(b->data + b->len, s, (size_t)n);
+    b->len += n;
+    return 0;
+}
+
+static int buf_char(buffer *b, char c) { return buf_put(b, &c, 1); }
+
+/* What `json.encoder.encode_basestring` writes for UTF-8 text, without its quotes: escapes for
+ * `"`, `\` and control characters below 0x20, everything else as it is (every byte of a
+ * multi-byte UTF-8 sequence is >= 0x80, so escaping byte by byte is escaping by character). */
+static int buf_escaped(buffer *b, const char *s, Py_ssize_t n) {
+    if (buf_reserve(b, n) < 0) return -1;
+    Py_ssize_t start = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c >= 0x20 && c != '"' && c != '\\') continue;
+        if (buf_put(b, s + start, i - start) < 0) return -1;
+        char esc[6] = {'\\', 0, 0, 0, 0, 0};
+        Py_ssize_t len = 2;
+        switch (c) {
+            case '"': esc[1] = '"'; break;
+            case '\\': esc[1] = '\\'; break;
+            case '\b': esc[1] = 'b'; break;
+            case '\f': esc[1] = 'f'; break;
+            case '\n': esc[1] = 'n'; break;
+            case '\r': esc[1] = 'r'; break;
+            case '\t': esc[1] = 't'; break;
+            default:
+                esc[1] = 'u';
+                esc[2] = '0';
+                esc[3] = '0';
+                esc[4] = HEX[c >> 4];
+                esc[5] = HEX[c & 15];
+                len = 6;
+        }
+        if (buf_put(b, esc, len) < 0) return -1;
+        start = i + 1;
+    }
+    return buf_put(b, s + start, n - start);
+}
+
+/* ---------------------------------------------------------------- what Python configures */
+
+static PyObject *TURN_KEY = NULL;       /* "turn" */
+static PyObject *EXTRAS_KEY = NULL;     /* "provider_specific_fields" */
+static PyObject *BLOCK_TYPES = NULL;    /* tuple of str: reasoning block types */
+static PyObject *CARRIER_KEYS = NULL;   /* tuple of str: message keys that hold reasoning */
+static const char *SEPARATOR = NULL;    /* LiteLLM's thought-signature separator in call ids */
+static Py_ssize_t SEPARATOR_LEN = 0;
+static PyObject *SEPARATOR_OBJ = NULL;
+static PyObject *K_ROLE, *K_CONTENT, *K_TOOL_CALLS, *K_TOOL_CALL_ID, *K_TYPE, *K_TEXT, *K_ID,
+    *K_FUNCTION, *K_NAME;
+
+#define FACT_TURN 1
+#define FACT_CALL_EXTRAS 2
+
+/* Result of reading one message: 1 read, 0 not a shape handled here (Python reads it), -1 error. */
+#define HANDLED 1
+#define NOT_HANDLED 0
+
+/* UTF-8 of a str, or NULL with no error set when it has none (a lone surrogate: Python's
+ * `.encode()` raises there, so Python is left to do the same). */
+static const char *utf8_of(PyObject *text, Py_ssize_t *size) {
+    const char *s = PyUnicode_AsUTF8AndSize(text, size);
+    if (s == NULL) PyErr_Clear();
+    return s;
+}
+
+static const char *find_separator(const char *s, Py_ssize_t n) {
+    if (SEPARATOR_LEN == 0 || n < SEPARATOR_LEN) return NULL;
+    for (Py_ssize_t i = 0; i + SEPARATOR_LEN <= n; i++) {
+        if (s[i] == SEPARATOR[0] && memcmp(s + i, SEPARATOR, (size_t)SEPARATOR_LEN) == 0)
+            return s + i;
+    }
+    return NULL;
+}
+
+static int is_block_type(PyObject *kind) {
+    Py_ssize_t n = PyTuple_GET_SIZE(BLOCK_TYPES);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int eq = PyUnicode_Compare(kind, PyTuple_GET_ITEM(BLOCK_TYPES, i));
+        if (eq == -1 && PyErr_Occurred()) return -1;
+        if (eq == 0) return 1;
+    }
+    return 0;
+}
+
+/* A quoted string (`_quote(text)`), `text` cut at the separator when `cut`. */
+static int put_quoted(buffer *b, PyObject *text, int cut) {
+    Py_ssize_t n;
+    const char *s = utf8_of(text, &n);
+    if (s == NULL) return NOT_HANDLED;
+    if (cut) {
+        const char *at = find_separator(s, n);
+        if (at != NULL) n = at - s;
+    }
+    if (buf_char(b, '"') < 0 || buf_escaped(b, s, n) < 0 || buf_char(b, '"') < 0) return -1;
+    return HANDLED;
+}
+
+/* Looks `key` up in dict `d`: a borrowed value, NULL when missing (or on error, set). */
+static PyObject *get(PyObject *d, PyObject *key) { return PyDict_GetItemWithError(d, key); }
+
+/* `identity.read(message)` into `b` (its canonical bytes), `*decided` and `*facts`. */
+static int read_message(PyObject *message, buffer *b, int *decided, int *facts) {
+    PyObject *role = get(message, K_ROLE);
+    if (role == NULL && PyErr_Occurred()) return -1;
+    PyObject *content = get(message, K_CONTENT);
+    if (content == NULL && PyErr_Occurred()) return -1;
+    PyObject *calls = get(message, K_TOOL_CALLS);
+    if (calls == NULL && PyErr_Occurred()) return -1;
+    PyObject *call_id = get(message, K_TOOL_CALL_ID);
+    if (call_id == NULL && PyErr_Occurred()) return -1;
+    if (role == Py_None) role = NULL;
+    if (content == Py_None) content = NULL;
+    if (calls == Py_None) calls = NULL;
+    if (call_id == Py_None) call_id = NULL;
+    if ((role && !PyUnicode_CheckExact(role)) || (call_id && !PyUnicode_CheckExact(call_id)) ||
+        (calls && !PyList_CheckExact(calls)))
+        return NOT_HANDLED;
+    *decided = 1;
+    *facts = 0;
+    int r;
+
+    /* role */
+    if (role && PyUnicode_GET_LENGTH(role) > 0) {
+        if (buf_char(b, '[') < 0) return -1;
+        if ((r = put_quoted(b, role, 0)) != HANDLED) return r;
+    } else if (buf_put(b, "[\"\"", 3) < 0) {
+        return -1;
+    }
+
+    /* content */
+    if (content == NULL || PyUnicode_CheckExact(content)) {
+        if (content && PyUnicode_GET_LENGTH(content) > 0) {
+            if (buf_put(b, ",[", 2) < 0) return -1;
+            if ((r = put_quoted(b, content, 0)) != HANDLED) return r;
+            if (buf_char(b, ']') < 0) return -1;
+        } else if (buf_put(b, ",[]", 3) < 0) {
+            return -1;
+        }
+    } else if (PyList_CheckExact(content)) {
+        /* the text parts joined: written as found, the quotes put around afterwards */
+        if (buf_put(b, ",[\"", 3) < 0) return -1;
+        Py_ssize_t opened = b->len;
+        Py_ssize_t n = PyList_GET_SIZE(content);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *part = PyList_GET_ITEM(content, i);
+            if (!PyDict_CheckExact(part)) return NOT_HANDLED;
+            PyObject *kind = get(part, K_TYPE);
+            if (kind == NULL) {
+                if (PyErr_Occurred()) return -1;
+                return NOT_HANDLED; /* None: neither text nor a reasoning block */
+            }
+            if (!PyUnicode_CheckExact(kind)) return NOT_HANDLED;
+            if (PyUnicode_CompareWithASCIIString(kind, "text") == 0) {
+                PyObject *text = get(part, K_TEXT);
+                if (text == NULL) {
+                    if (PyErr_Occurred()) return -1;
+                } else {
+                    if (!PyUnicode_CheckExact(text)) return NOT_HANDLED;
+                    Py_ssize_t size;
+                    const char *s = utf8_of(text, &size);
+                    if (s == NULL) return NOT_HANDLED;
+                    if (buf_escaped(b, s, size) < 0) return -1;
+                }
+            } else {
+                int block = is_block_type(kind);
+                if (block < 0) return -1;
+                if (!block) return NOT_HANDLED;
+            }
+            int turn = PyDict_Contains(part, TURN_KEY);
+            if (turn < 0) return -1;
+            if (turn) *facts |= FACT_TURN;
+        }
+        if (b->len == opened) {
+            b->len -= 3; /* no text: no content */
+            if (buf_put(b, ",[]", 3) < 0) return -1;
+        } else if (buf_put(b, "\"]", 2) < 0) {
+            return -1;
+        }
+    } else {
+        return NOT_HANDLED;
+    }
+
+    /* tool calls */
+    if (calls && PyList_GET_SIZE(calls) > 0) {
+        if (buf_put(b, ",[", 2) < 0) return -1;
+        Py_ssize_t n = PyList_GET_SIZE(calls);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject *call = PyList_GET_ITEM(calls, i);
+            if (!PyDict_CheckExact(call)) return NOT_HANDLED;
+            PyObject *identifier = get(call, K_ID);
+            if (identifier == NULL && PyErr_Occurred()) return -1;
+            PyObject *function = get(call, K_FUNCTION);
+            if (function == NULL && PyErr_Occurred()) return -1;
+            PyObject *name = NULL;
+            if (function != NULL && PyDict_CheckExact(function)) {
+                name = get(function, K_NAME);
+                if (name == NULL && PyErr_Occurred()) return -1;
+                int has = PyDict_Contains(function, TURN_KEY);
+                if (has < 0) return -1;
+                if (has) *facts |= FACT_TURN;
+                has = PyDict_Contains(function, EXTRAS_KEY);
+                if (has < 0) return -1;
+                if (has) *facts |= FACT_CALL_EXTRAS;
+            } else if (function != NULL && PyDict_Check(function)) {
+                return NOT_HANDLED; /* a dict subclass: Python decides */
+            } else if (function != NULL && function != Py_None) {
+                *decided = 0;
+            }
+            if (identifier == Py_None) identifier = NULL;
+            if (name == Py_None) name = NULL;
+            if ((identifier && !PyUnicode_CheckExact(identifier)) ||
+                (name && !PyUnicode_CheckExact(name)))
+                return NOT_HANDLED;
+            int has = PyDict_Contains(call, TURN_KEY);
+            if (has < 0) return -1;
+            if (has) *facts |= FACT_TURN;
+            has = PyDict_Contains(call, EXTRAS_KEY);
+            if (has < 0) return -1;
+            if (has) *facts |= FACT_CALL_EXTRAS;
+            if (i && buf_char(b, ',') < 0) return -1;
+            if (buf_char(b, '[') < 0) return -1;
+            if (identifier) {
+                if ((r = put_quoted(b, identifier, 1)) != HANDLED) return r;
+            } else if (buf_put(b, "\"\"", 2) < 0) {
+                return -1;
+            }
+            if (buf_char(b, ',') < 0) return -1;
+            if (name) {
+                if ((r = put_quoted(b, name, 0)) != HANDLED) return r;
+            } else if (buf_put(b, "\"\"", 2) < 0) {
+                return -1;
+            }
+            if (buf_char(b, ']') < 0) return -1;
+        }
+        if (buf_char(b, ']') < 0) return -1;
+    } else if (buf_put(b, ",[]", 3) < 0) {
+        return -1;
+    }
+
+    /* tool call id */
+    if (call_id && PyUnicode_GET_LENGTH(call_id) > 0) {
+        if (buf_char(b, ',') < 0) return -1;
+        if ((r = put_quoted(b, call_id, 1)) != HANDLED) return r;
+        if (buf_char(b, ']') < 0) return -1;
+    } else if (buf_put(b, ",\"\"]", 4) < 0) {
+        return -1;
+    }
+    return HANDLED;
+}
+
+/* `extract.own_fields_carry_nothing(message)`. */
+static int own_fields_carry_nothing(PyObject *message) {
+    Py_ssize_t n = PyTuple_GET_SIZE(CARRIER_KEYS);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int has = PyDict_Contains(message, PyTuple_GET_ITEM(CARRIER_KEYS, i));
+        if (has != 0) return has < 0 ? -1 : 0;
+    }
+    PyObject *content = get(message, K_CONTENT);
+    if (content == NULL && PyErr_Occurred()) return -1;
+    return content == NULL || !PyList_CheckExact(content);
+}
+
+static int append_index(PyObject *list, Py_ssize_t index) {
+    PyObject *value = PyLong_FromSsize_t(index);
+    if (value == NULL) return -1;
+    int r = PyList_Append(list, value);
+    Py_DECREF(value);
+    return r;
+}
+
+/* ---------------------------------------------------------------- walk */
+
+PyDoc_STRVAR(walk_doc,
+"walk(messages, start, previous) -> (stop, shapes, digests, users, assistants, to_read,\n"
+"    flagged, unsure)\n\n"
+"`identity.read` and `identity.chain` of `messages[start:stop]`, chained from the digest\n"
+"`previous`; `stop` is the first index from `start` on that is not handled here (or the\n"
+"length). The index lists say which of them are user and assistant messages, which assistant\n"
+"messages may carry reasoning (read in Python), which carry `turn`, and where equality does\n"
+"not decide the canonical bytes.");
+
+static PyObject *walk(PyObject *self, PyObject *args) {
+    PyObject *messages, *previous;
+    Py_ssize_t start;
+    if (!PyArg_ParseTuple(args, "O!nU", &PyList_Type, &messages, &start, &previous)) return NULL;
+    if (TURN_KEY == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    Py_ssize_t prev_len;
+    const char *prev = PyUnicode_AsUTF8AndSize(previous, &prev_len);
+    if (prev == NULL) return NULL;
+    char last[64];
+    if (prev_len > (Py_ssize_t)sizeof(last)) {
+        PyErr_SetString(PyExc_ValueError, "previous is not a digest");
+        return NULL;
+    }
+    memcpy(last, prev, (size_t)prev_len);
+    PyObject *shapes = PyList_New(0), *digests = PyList_New(0), *users = PyList_New(0),
+             *assistants = PyList_New(0), *to_read = PyList_New(0), *flagged = PyList_New(0),
+             *unsure = PyList_New(0);
+    buffer b = {NULL, 0, 0};
+    Py_ssize_t index = start < 0 ? 0 : start;
+    if (!shapes || !digests || !users || !assistants || !to_read || !flagged || !unsure)
+        goto error;
+    for (; index < PyList_GET_SIZE(messages); index++) {
+        PyObject *message = PyList_GET_ITEM(messages, index);
+        if (!PyDict_CheckExact(message)) break;
+        Py_INCREF(message); /* kept alive while its fields are read (a key's __eq__ may run) */
+        b.len = 0;
+        int decided, facts;
+        int r = read_message(message, &b, &decided, &facts);
+        if (r != HANDLED) {
+            Py_DECREF(message);
+            if (r < 0) goto error;
+            break;
+        }
+        PyObject *shape = PyBytes_FromStringAndSize(b.data, b.len);
+        b2_state s;
+        b2_init(&s, 16);
+        b2_update(&s, (const uint8_t *)last, (size_t)prev_len);
+        b2_update(&s, (const uint8_t *)b.data, (size_t)b.len);
+        PyObject *digest = shape ? b2_hexdigest(&s) : NULL;
+        if (digest == NULL || PyList_Append(shapes, shape) < 0 ||
+            PyList_Append(digests, digest) < 0) {
+            Py_XDECREF(shape);
+            Py_XDECREF(digest);
+            Py_DECREF(message);
+            goto error;
+        }
+        memcpy(last, PyUnicode_1BYTE_DATA(digest), 32);
+        prev_len = 32;
+        Py_DECREF(shape);
+        Py_DECREF(digest);
+        PyObject *role = get(message, K_ROLE);
+        if (role == NULL && PyErr_Occurred()) {
+            Py_DECREF(message);
+            goto error;
+        }
+        int failed = 0;
+        if (role != NULL && PyUnicode_CheckExact(role)) {
+            if (PyUnicode_CompareWithASCIIString(role, "assistant") == 0) {
+                failed |= append_index(assistants, index) < 0;
+                int nothing = (facts & FACT_CALL_EXTRAS) ? 0 : own_fields_carry_nothing(message);
+                if (nothing < 0) failed = 1;
+                else if (!nothing) failed |= append_index(to_read, index) < 0;
+            } else if (PyUnicode_CompareWithASCIIString(role, "user") == 0) {
+                failed |= append_index(users, index) < 0;
+            }
+        }
+        int turn = PyDict_Contains(message, TURN_KEY);
+        if (turn < 0) failed = 1;
+        else if (turn || (facts & FACT_TURN)) failed |= append_index(flagged, index) < 0;
+        if (!decided) failed |= append_index(unsure, index) < 0;
+        Py_DECREF(message);
+        if (failed) goto error;
+    }
+    PyMem_Free(b.data);
+    return Py_BuildValue("(nNNNNNNN)", index, shapes, digests, users, assistants, to_read,
+                         flagged, unsure);
+error:
+    PyMem_Free(b.data);
+    Py_XDECREF(shapes);
+    Py_XDECREF(digests);
+    Py_XDECREF(users);
+    Py_XDECREF(assistants);
+    Py_XDECREF(to_read);
+    Py_XDECREF(flagged);
+    Py_XDECREF(unsure);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- keys */
+
+/* `identity.has_tool_call_ids(message)`: 1, 0, NOT_HANDLED_KEY (Python decides), -1 error. */
+#define NOT_HANDLED_KEY 2
+static int has_tool_call_ids(PyObject *message) {
+    if (!PyDict_CheckExact(message)) return NOT_HANDLED_KEY;
+    PyObject *calls = get(message, K_TOOL_CALLS);
+    if (calls == NULL) return PyErr_Occurred() ? -1 : 0;
+    if (!PyList_CheckExact(calls)) return PyList_Check(calls) ? NOT_HANDLED_KEY : 0;
+    int found = 0;
+    Py_ssize_t n = PyList_GET_SIZE(calls);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *call = PyList_GET_ITEM(calls, i);
+        if (!PyDict_Check(call)) continue;
+        if (!PyDict_CheckExact(call)) return NOT_HANDLED_KEY;
+        PyObject *identifier = get(call, K_ID);
+        if (identifier == NULL && PyErr_Occurred()) return -1;
+        if (identifier == NULL || !PyUnicode_CheckExact(identifier)) return NOT_HANDLED_KEY;
+        if (PyUnicode_GET_LENGTH(identifier) == 0) return 0;
+        int starts = (int)PyUnicode_Tailmatch(identifier, SEPARATOR_OBJ, 0, PY_SSIZE_T_MAX, -1);
+        if (starts < 0) return -1;
+        if (starts) return 0;
+        found = 1;
+    }
+    return found;
+}
+
+PyDoc_STRVAR(keys_doc,
+"keys(messages, indices, shapes, digests, users, head, system, position_head) -> list\n\n"
+"The store keys `identity.key_makers` makes for `messages[i]`, `i` in `indices` (ascending):\n"
+"`head` is b\"tc3\\0\" + scope, `system` the system prompt's digest (bytes), `position_head`\n"
+"b\"pos\\0\" + scope + b\"\\0\"; `users` the user messages' indices. None where Python decides.");
+
+static PyObject *keys(PyObject *self, PyObject *args) {
+    PyObject *messages, *indices, *shapes, *digests, *users;
+    const char *head, *system, *position_head;
+    Py_ssize_t head_len, system_len, position_len;
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!y#y#y#", &PyList_Type, &messages, &PyList_Type,
+                          &indices, &PyList_Type, &shapes, &PyList_Type, &digests, &PyList_Type,
+                          &users, &head, &head_len, &system, &system_len, &position_head,
+                          &position_len))
+        return NULL;
+    if (TURN_KEY == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(indices);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    Py_ssize_t user_at = 0; /* users[:user_at] lie before the current index */
+    Py_ssize_t n_users = PyList_GET_SIZE(users);
+    for (Py_ssize_t j = 0; j < n; j++) {
+        Py_ssize_t index = PyLong_AsSsize_t(PyList_GET_ITEM(indices, j));
+        if (index == -1 && PyErr_Occurred()) goto error;
+        if (index < 0 || index >= PyList_GET_SIZE(messages) ||
+            index >= PyList_GET_SIZE(shapes) || index >= PyList_GET_SIZE(digests)) {
+            PyErr_SetString(PyExc_IndexError, "index out of range");
+            goto error;
+        }
+        PyObject *message = PyList_GET_ITEM(messages, index);
+        Py_INCREF(message);
+        int tool = has_tool_call_ids(message);
+        Py_DECREF(message);
+        if (tool < 0) goto error;
+        PyObject *key;
+        b2_state s;
+        b2_init(&s, 20);
+        if (tool == NOT_HANDLED_KEY) {
+            Py_INCREF(Py_None);
+            PyList_SET_ITEM(out, j, Py_None);
+            continue;
+        } else if (tool) {
+            /* bisect_left(users, index): the users before it */
+            while (user_at < n_users) {
+                Py_ssize_t u = PyLong_AsSsize_t(PyList_GET_ITEM(users, user_at));
+                if (u == -1 && PyErr_Occurred()) goto error;
+                if (u >= index) break;
+                user_at++;
+            }
+            while (user_at > 0) { /* indices ascend; stay safe if they do not */
+                Py_ssize_t u = PyLong_AsSsize_t(PyList_GET_ITEM(users, user_at - 1));
+                if (u == -1 && PyErr_Occurred()) goto error;
+                if (u < index) break;
+                user_at--;
+            }
+            Py_ssize_t offset;
+            const char *user = "";
+            Py_ssize_t user_len = 0;
+            if (user_at == 0) {
+                offset = index + 1;
+            } else {
+                Py_ssize_t u = PyLong_AsSsize_t(PyList_GET_ITEM(users, user_at - 1));
+                if (u == -1 && PyErr_Occurred()) goto error;
+                if (u < 0 || u >= PyList_GET_SIZE(shapes)) {
+                    PyErr_SetString(PyExc_IndexError, "user index out of range");
+                    goto error;
+                }
+                PyObject *user_shape = PyList_GET_ITEM(shapes, u);
+                if (!PyBytes_Check(user_shape)) {
+                    PyErr_SetString(PyExc_TypeError, "shapes must be bytes");
+                    goto error;
+                }
+                user = PyBytes_AS_STRING(user_shape);
+                user_len = PyBytes_GET_SIZE(user_shape);
+                offset = index - u;
+            }
+            PyObject *shape = PyList_GET_ITEM(shapes, index);
+            if (!PyBytes_Check(shape)) {
+                PyErr_SetString(PyExc_TypeError, "shapes must be bytes");
+                goto error;
+            }
+            char number[32];
+            int number_len = snprintf(number, sizeof(number), "%zd", offset);
+            b2_update(&s, (const uint8_t *)head, (size_t)head_len);
+            b2_update(&s, (const uint8_t *)"\0", 1);
+            b2_update(&s, (const uint8_t *)PyBytes_AS_STRING(shape), (size_t)PyBytes_GET_SIZE(shape));
+            b2_update(&s, (const uint8_t *)"\0", 1);
+            b2_update(&s, (const uint8_t *)number, (size_t)number_len);
+            b2_update(&s, (const uint8_t *)"\0", 1);
+            b2_update(&s, (const uint8_t *)system, (size_t)system_len);
+            b2_update(&s, (const uint8_t *)"\0", 1);
+            b2_update(&s, (const uint8_t *)user, (size_t)user_len);
+        } else {
+            PyObject *digest = PyList_GET_ITEM(digests, index);
+            Py_ssize_t digest_len;
+            const char *d = PyUnicode_Check(digest) ? PyUnicode_AsUTF8AndSize(digest, &digest_len)
+                                                    : NULL;
+            if (d == NULL) {
+                if (!PyErr_Occurred()) PyErr_SetString(PyExc_TypeError, "digests must be str");
+                goto error;
+            }
+            b2_update(&s, (const uint8_t *)position_head, (size_t)position_len);
+            b2_update(&s, (const uint8_t *)d, (size_t)digest_len);
+        }
+        key = b2_hexdigest(&s);
+        if (key == NULL) goto error;
+        PyList_SET_ITEM(out, j, key);
+    }
+    return out;
+error:
+    Py_DECREF(out);
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- blake2b for tests */
+
+PyDoc_STRVAR(blake2b_hex_doc,
+"blake2b_hex(data, digest_size) -> str: hashlib.blake2b(data, digest_size=...).hexdigest()\n"
+"(what the tests compare this module's BLAKE2b with).");
+
+static PyObject *blake2b_hex(PyObject *self, PyObject *args) {
+    Py_buffer data;
+    Py_ssize_t size;
+    if (!PyArg_ParseTuple(args, "y*n", &data, &size)) return NULL;
+    if (size < 1 || size > 64) {
+        PyBuffer_Release(&data);
+        PyErr_SetString(PyExc_ValueError, "digest_size must be 1..64");
+        return NULL;
+    }
+    b2_state s;
+    b2_init(&s, (size_t)size);
+    b2_update(&s, (const uint8_t *)data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    return b2_hexdigest(&s);
+}
+
+/* ---------------------------------------------------------------- configure */
+
+PyDoc_STRVAR(configure_doc,
+"configure(turn_key, extras_key, block_types, carrier_keys, separator)\n\n"
+"The names `identity.read` looks for, given once by Python (one source of truth).");
+
+static int set_ref(PyObject **slot, PyObject *value) {
+    Py_INCREF(value);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+static PyObject *configure(PyObject *self, PyObject *args) {
+    PyObject *turn_key, *extras_key, *block_types, *carrier_keys, *separator;
+    if (!PyArg_ParseTuple(args, "UUO!O!U", &turn_key, &extras_key, &PyTuple_Type, &block_types,
+                          &PyTuple_Type, &carrier_keys, &separator))
+        return NULL;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(block_types); i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(block_types, i))) goto not_str;
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(carrier_keys); i++)
+        if (!PyUnicode_CheckExact(PyTuple_GET_ITEM(carrier_keys, i))) goto not_str;
+    Py_ssize_t sep_len;
+    const char *sep = PyUnicode_AsUTF8AndSize(separator, &sep_len);
+    if (sep == NULL) return NULL;
+    set_ref(&TURN_KEY, turn_key);
+    set_ref(&EXTRAS_KEY, extras_key);
+    set_ref(&BLOCK_TYPES, block_types);
+    set_ref(&CARRIER_KEYS, carrier_keys);
+    set_ref(&SEPARATOR_OBJ, separator);
+    SEPARATOR = sep; /* owned by SEPARATOR_OBJ, kept alive above */
+    SEPARATOR_LEN = sep_len;
+    Py_RETURN_NONE;
+not_str:
+    PyErr_SetString(PyExc_TypeError, "names must be str");
+    return NULL;
+}
+
+static PyMethodDef methods[] = {
+    {"walk", walk, METH_VARARGS, walk_doc},
+    {"keys", keys, METH_VARARGS, keys_doc},
+    {"blake2b_hex", blake2b_hex, METH_VARARGS, blake2b_hex_doc},
+    {"configure", configure, METH_VARARGS, configure_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT, "litellm_reasoning._accel",
+    "Optional native accelerator of core/identity.py (see its source).", -1, methods,
+};
+
+PyMODINIT_FUNC PyInit__accel(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m == NULL) return NULL;
+#define INTERN(var, text) \
+    if ((var = PyUnicode_InternFromString(text)) == NULL) return NULL;
+    INTERN(K_ROLE, "role");
+    INTERN(K_CONTENT, "content");
+    INTERN(K_TOOL_CALLS, "tool_calls");
+    INTERN(K_TOOL_CALL_ID, "tool_call_id");
+    INTERN(K_TYPE, "type");
+    INTERN(K_TEXT, "text");
+    INTERN(K_ID, "id");
+    INTERN(K_FUNCTION, "function");
+    INTERN(K_NAME, "name");
+#undef INTERN
+    return m;
+}

@@ -1,0 +1,71 @@
+"""The optional native accelerator of the per-message identity work (`litellm_reasoning._accel`,
+compiled from `_accel.c` when the package was built with a C compiler): canonical bytes,
+chained digests and store keys of many messages in one call, byte for byte what
+`core.identity` computes (which stays the contract: tests/core/test_accelerator.py compares them).
+
+`NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
+environment (the pure-Python path, e.g. to compare). Read once at import."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from typing import Protocol, cast
+
+from ..core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
+from ..core.identity import EXTRAS_KEY
+from ..core.turns import TURN_KEY
+
+PURE_PYTHON_ENV = "LITELLM_REASONING_PURE_PYTHON"
+
+
+class Native(Protocol):
+    """What `_accel` offers (its docstrings say what each computes): its type."""
+
+    def configure(
+        self,
+        turn_key: str,
+        extras_key: str,
+        block_types: tuple[str, ...],
+        carrier_keys: tuple[str, ...],
+        separator: str,
+        /,
+    ) -> None: ...
+
+    def walk(
+        self, messages: list[object], start: int, previous: str, /
+    ) -> tuple[
+        int, list[bytes], list[str], list[int], list[int], list[int], list[int], list[int]
+    ]: ...
+
+    def keys(
+        self,
+        messages: list[object],
+        indices: list[int],
+        shapes: list[bytes],
+        digests: list[str],
+        users: list[int],
+        head: bytes,
+        system: bytes,
+        position_head: bytes,
+        /,
+    ) -> list[str | None]: ...
+
+    def blake2b_hex(self, data: bytes, digest_size: int, /) -> str: ...
+
+
+def load() -> Native | None:
+    """The accelerator, configured with the names `identity.read` looks for; None without it."""
+    if os.environ.get(PURE_PYTHON_ENV, "").lower() in {"1", "true", "yes"}:
+        return None
+    try:
+        native = cast(Native, importlib.import_module("litellm_reasoning._accel"))
+    except ImportError:  # built without a C compiler
+        return None
+    native.configure(
+        TURN_KEY, EXTRAS_KEY, tuple(BLOCK_TYPES), tuple(sorted(CARRIER_KEYS)), THOUGHT_SEPARATOR
+    )
+    return native
+
+
+NATIVE = load()

@@ -1,0 +1,167 @@
+"""The native accelerator (`litellm_reasoning._accel`, optional) computes exactly what the pure
+Python path computes: canonical bytes, chained digests, store keys and what the walk notes of
+each message (users, assistant messages, whose reasoning is read, `turn`, where equality does
+not decide), for any message, with the pure path as the contract. Stored keys depend on it
+(tests/core/test_golden_keys.py pins them; the other tests run the accelerated path where it
+is built, and `scripts/test.sh` runs one LiteLLM line without it)."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from test_identity_canonical import message as any_message
+
+from litellm_reasoning.core import identity
+from litellm_reasoning.memo import accelerator, prefix_cache
+from litellm_reasoning.memo.prefix_cache import History, PrefixCache
+
+pytestmark = pytest.mark.once
+needs_native = pytest.mark.skipif(
+    accelerator.NATIVE is None, reason="the accelerator is not built here"
+)
+
+SCOPE = "ns=acme|user=bob"
+
+
+def test_ci_builds_the_accelerator() -> None:
+    """CI has a C compiler: these tests, and every test taking the accelerated path, really
+    ran it (a silent fall back to pure Python would leave the accelerator untested)."""
+    if os.environ.get("CI") and not os.environ.get(accelerator.PURE_PYTHON_ENV):
+        assert accelerator.NATIVE is not None
+
+
+def test_the_environment_switch_selects_the_pure_path() -> None:
+    probe = "from litellm_reasoning.memo import accelerator; print(accelerator.NATIVE is None)"
+    env = {**os.environ, accelerator.PURE_PYTHON_ENV: "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
+
+
+@needs_native
+@pytest.mark.parametrize("size", [16, 20, 64])
+def test_blake2b_is_hashlibs(size: int) -> None:
+    assert accelerator.NATIVE is not None
+    for length in [*range(300), 1023, 1024, 1025, 100_000]:
+        data = bytes((i * 7 + length) % 256 for i in range(length))
+        assert accelerator.NATIVE.blake2b_hex(data, size) == (
+            hashlib.blake2b(data, digest_size=size).hexdigest()
+        ), length
+
+
+def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Everything a cold walk of `messages` records, and every message's key (or the
+    exception both paths must raise alike)."""
+    with monkeypatch.context() as patched:
+        if not native:
+            patched.setattr(prefix_cache, "NATIVE", None)
+        try:
+            history = PrefixCache().walk(SCOPE, messages)
+            indices = [i for i, m in enumerate(messages) if type(m) is dict]
+            keys = history.keys_for(indices)
+        except Exception as exc:
+            return type(exc).__name__
+    fields = ("shapes", "digests", "users", "assistant", "flagged", "unsure", "detailed")
+    return (
+        {name: getattr(history, name) for name in fields},
+        history.owns,
+        history.copies,
+        history.sizes,
+        keys,
+    )
+
+
+def _sample_conversation(length: int) -> list[Any]:
+    out: list[Any] = [{"role": "system", "content": "You are an agent. Use the tools."}]
+    for i in range(length):
+        out.append({"role": "user", "content": f'task {i} \u00e9\n"quoted" \\ \x01'})
+        call = f"call_{i}__thought__c2ln" if i % 3 == 0 else f"functions.read:{i}"
+        out.append(
+            {
+                "role": "assistant",
+                "content": "" if i % 2 else [{"type": "text", "text": "\u00fcber \U0001f600"}],
+                "tool_calls": [
+                    {
+                        "id": call,
+                        "type": "function",
+                        "function": {"name": "read", "arguments": "{}"},
+                    }
+                ],
+                **({"reasoning_content": "kept"} if i % 4 == 0 else {}),
+            }
+        )
+        out.append({"role": "tool", "tool_call_id": call, "content": "x" * (i * 37 % 300)})
+        out.append({"role": "assistant", "content": f"done {i}", "turn": i % 2 == 0})
+    return out
+
+
+@needs_native
+def test_a_real_conversation_walks_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    messages = _sample_conversation(60)
+    native = _walked(messages, True, monkeypatch)
+    assert not isinstance(native, str)
+    assert native == _walked(messages, False, monkeypatch)
+    # and the keys are what `identity` makes of the messages alone (the golden keys' function)
+    keys = native[-1]
+    for index in (2, 3, 4, 5, 100, 240):
+        assert keys[index] == identity.key_at(SCOPE, messages, index)
+
+
+@needs_native
+def test_shapes_it_leaves_to_python_are_still_walked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An image part, a non-dict message, an int id and a lone surrogate in between: Python
+    takes those messages (or raises as it does without the accelerator), the rest stay native."""
+    messages = _sample_conversation(6)
+    messages[3] = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "u"}}]}
+    messages[6]["tool_calls"][0]["id"] = 7
+    messages.insert(9, "not a message")
+    assert _walked(messages, True, monkeypatch) == _walked(messages, False, monkeypatch)
+    broken = copy.deepcopy(messages)
+    broken[5]["content"] = "\ud800"
+    assert _walked(broken, True, monkeypatch) == _walked(broken, False, monkeypatch)
+
+
+conversation = st.lists(st.one_of(any_message, st.just("odd")), max_size=10)
+
+
+@needs_native
+@settings(max_examples=800, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversation)
+def test_any_conversation_walks_the_same(messages: list[Any]) -> None:
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        assert _walked(messages, True, monkeypatch) == _walked(messages, False, monkeypatch)
+
+
+@needs_native
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(conversation, st.lists(st.one_of(any_message, st.just("odd")), max_size=4))
+def test_a_continued_conversation_walks_the_same(messages: list[Any], more: list[Any]) -> None:
+    """A remembered history, then new messages after it: the native walk starts mid-way from
+    the remembered digest."""
+
+    def run(native: bool) -> Any:
+        with pytest.MonkeyPatch.context() as monkeypatch:
+            if not native:
+                monkeypatch.setattr(prefix_cache, "NATIVE", None)
+            cache = PrefixCache()
+            try:
+                cache.remember(cache.walk(SCOPE, copy.deepcopy(messages)))
+                history: History = cache.walk(SCOPE, copy.deepcopy(messages + more))
+                keys = history.keys_for(
+                    [i for i, m in enumerate(history.messages) if type(m) is dict]
+                )
+            except Exception as exc:
+                return type(exc).__name__
+            return history.reused, history.digests, history.shapes, history.owns, keys
+
+    assert run(True) == run(False)
