@@ -15,7 +15,7 @@ setup(
             "litellm_reasoning._accel",
             ["litellm_reasoning/_accel.c"],
             optional=True,  # no compiler: built without it
-            extra_compile_args=["-O2"] if os.name != "nt" else [],
+            extra_compile_args=["-O3"] if os.name != "nt" else [],
         )
     ]
 )

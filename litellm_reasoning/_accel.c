@@ -95,6 +95,13 @@ static void b2_init(b2_state *s, size_t outlen) {
     s->outlen = outlen;
 }
 
+/* `b2_init` with a personalisation string (16 bytes, zero-padded: hashlib's `person`). */
+static void b2_init_person(b2_state *s, size_t outlen, const uint8_t person[16]) {
+    b2_init(s, outlen);
+    s->h[6] ^= load64(person);
+    s->h[7] ^= load64(person + 8);
+}
+
 static void b2_count(b2_state *s, size_t n) {
     s->t[0] += (uint64_t)n;
     if (s->t[0] < (uint64_t)n) s->t[1]++;
@@ -118,18 +125,23 @@ static void b2_update(b2_state *s, const uint8_t *in, size_t len) {
 
 static const char HEX[] = "0123456789abcdef";
 
-/* The digest as a new str of lowercase hex digits (what `hexdigest()` returns). */
-static PyObject *b2_hexdigest(b2_state *s) {
+static void b2_final(b2_state *s, uint8_t *out) {
     b2_count(s, s->buflen);
     memset(s->buf + s->buflen, 0, 128 - s->buflen);
     b2_compress(s, s->buf, 1);
+    for (size_t i = 0; i < s->outlen; i++) out[i] = (uint8_t)(s->h[i / 8] >> (8 * (i % 8)));
+}
+
+/* The digest as a new str of lowercase hex digits (what `hexdigest()` returns). */
+static PyObject *b2_hexdigest(b2_state *s) {
+    uint8_t digest[64];
+    b2_final(s, digest);
     PyObject *out = PyUnicode_New((Py_ssize_t)(2 * s->outlen), 127);
     if (out == NULL) return NULL;
     Py_UCS1 *w = PyUnicode_1BYTE_DATA(out);
     for (size_t i = 0; i < s->outlen; i++) {
-        uint8_t byte = (uint8_t)(s->h[i / 8] >> (8 * (i % 8)));
-        w[2 * i] = (Py_UCS1)HEX[byte >> 4];
-        w[2 * i + 1] = (Py_UCS1)HEX[byte & 15];
+        w[2 * i] = (Py_UCS1)HEX[digest[i] >> 4];
+        w[2 * i + 1] = (Py_UCS1)HEX[digest[i] & 15];
     }
     return out;
 }
@@ -699,6 +711,48 @@ static PyObject *blake2b_hex(PyObject *self, PyObject *args) {
     return b2_hexdigest(&s);
 }
 
+PyDoc_STRVAR(digests_doc,
+"digests(datas, digest_size, person) -> list[bytes]: [hashlib.blake2b(d, digest_size=...,\n"
+"person=person).digest() for d in datas] (`person` at most 16 bytes), in one call.");
+
+static PyObject *digests(PyObject *self, PyObject *args) {
+    PyObject *datas;
+    Py_ssize_t size;
+    const char *person;
+    Py_ssize_t person_len;
+    if (!PyArg_ParseTuple(args, "O!ny#", &PyList_Type, &datas, &size, &person, &person_len))
+        return NULL;
+    if (size < 1 || size > 64 || person_len > 16) {
+        PyErr_SetString(PyExc_ValueError, "digest_size must be 1..64, person at most 16 bytes");
+        return NULL;
+    }
+    uint8_t padded[16] = {0};
+    memcpy(padded, person, (size_t)person_len);
+    Py_ssize_t n = PyList_GET_SIZE(datas);
+    PyObject *out = PyList_New(n);
+    if (out == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *data = PyList_GET_ITEM(datas, i);
+        if (!PyBytes_Check(data)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "datas must be bytes");
+            return NULL;
+        }
+        b2_state s;
+        b2_init_person(&s, (size_t)size, padded);
+        b2_update(&s, (const uint8_t *)PyBytes_AS_STRING(data), (size_t)PyBytes_GET_SIZE(data));
+        uint8_t digest[64];
+        b2_final(&s, digest);
+        PyObject *value = PyBytes_FromStringAndSize((const char *)digest, size);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, value);
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------- configure */
 
 PyDoc_STRVAR(configure_doc,
@@ -740,6 +794,7 @@ static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"keys", keys, METH_VARARGS, keys_doc},
     {"blake2b_hex", blake2b_hex, METH_VARARGS, blake2b_hex_doc},
+    {"digests", digests, METH_VARARGS, digests_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {NULL, NULL, 0, NULL},
 };

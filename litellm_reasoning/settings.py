@@ -258,7 +258,7 @@ def callback_from_environment() -> ReasoningCallback:
 def startup_line(callback: ReasoningCallback, settings: Settings) -> str:
     """The sign of life: version, store and its persistence, scope, policy overrides."""
     from ._version import __version__
-    from .memo.accelerator import NATIVE
+    from .accelerator import NATIVE
     from .stores import ResilientStore
 
     store = callback.store

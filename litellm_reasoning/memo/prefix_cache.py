@@ -28,13 +28,13 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+from ..accelerator import NATIVE
 from ..core import identity
 from ..core.extract import own_fields_carry_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
 from ..core.turns import TURN_KEY, carries_turn
-from .accelerator import NATIVE
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""

@@ -17,9 +17,10 @@ import logging
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from ..accelerator import NATIVE
 from ..core.reasoning import Reasoning
 from ..core.shared_keys import SHARED
 from ._base import record_size
@@ -117,6 +118,9 @@ def mark_shared(raw: bytes) -> bytes:
     return CONVERSATION_LEAD + SHARED.encode() + raw[len(CONVERSATION_LEAD) :]
 
 
+_PERSON = b"lr-decoded"
+
+
 class DecodedRecords:
     """Records decoded before, by a digest of their exact stored bytes, bounded in bytes
     (oldest first).
@@ -137,15 +141,33 @@ class DecodedRecords:
         self.hits = 0
         self.misses = 0
 
-    def decode(self, raw: bytes | str) -> Decoded:
-        data = as_bytes(raw)
-        key = hashlib.blake2b(data, digest_size=16, person=b"lr-decoded").digest()
+    def decode_many(self, raws: Sequence[bytes | str]) -> list[Decoded]:
+        """`decode` of each of `raws`, from here where these exact bytes were decoded before
+        (one read's values: the lock taken once, not per record)."""
+        datas = [raw if type(raw) is bytes else as_bytes(raw) for raw in raws]
+        if NATIVE is not None:
+            keys = NATIVE.digests(datas, 16, _PERSON)  # the same digests, in one call
+        else:
+            blake2b = hashlib.blake2b
+            keys = [blake2b(data, digest_size=16, person=_PERSON).digest() for data in datas]
+        out: list[Decoded | None] = []
+        missing: list[int] = []
         with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                self._entries.move_to_end(key)
-                self.hits += 1
-                return entry[0]
+            entries = self._entries
+            for index, key in enumerate(keys):
+                entry = entries.get(key)
+                if entry is None:
+                    missing.append(index)
+                    out.append(None)
+                else:
+                    entries.move_to_end(key)
+                    out.append(entry[0])
+            self.hits += len(keys) - len(missing)
+        for index in missing:
+            out[index] = self._decode_new(keys[index], datas[index])
+        return out  # type: ignore[return-value]  # no None left
+
+    def _decode_new(self, key: bytes, data: bytes) -> Decoded:
         decoded = decode(data)
         size = len(data)
         if decoded.record is None or size > self.max_bytes // 8:
@@ -170,6 +192,15 @@ DECODED = DecodedRecords(max_bytes=32 * 1024 * 1024)
 """The process's decoded records (32 MiB: a few thousand typical records)."""
 
 
-def decode_cached(raw: bytes | str) -> Decoded:
-    """`decode`, answered from `DECODED` when these exact bytes were decoded before."""
-    return DECODED.decode(raw)
+def records_of(
+    scope: str, keys: Sequence[str], raws: Sequence[bytes | str | None]
+) -> dict[str, Reasoning]:
+    """The records of `scope` among one read's values (`raws[i]` stored under `keys[i]`,
+    None: missing), decoded through `DECODED`."""
+    present = [(key, raw) for key, raw in zip(keys, raws, strict=True) if raw is not None]
+    decoded = DECODED.decode_many([raw for _, raw in present])
+    return {
+        key: found.record
+        for (key, _), found in zip(present, decoded, strict=True)
+        if found.record is not None and found.scope == scope
+    }

@@ -403,14 +403,7 @@ class RedisStore(ReasoningStore):
 
     @staticmethod
     def _found(scope: str, keys: Sequence[str], values: Sequence[Any]) -> dict[str, Reasoning]:
-        found: dict[str, Reasoning] = {}
-        for key, raw in zip(keys, values, strict=True):
-            if raw is None:
-                continue
-            decoded = _codec.decode_cached(raw)
-            if decoded.record is not None and decoded.scope == scope:
-                found[key] = decoded.record
-        return found
+        return _codec.records_of(scope, keys, values)
 
     def _put_args(self, scope: str, records: Mapping[str, Reasoning]) -> dict[str, Any] | None:
         """The `_PUT` script's keys and args, or None when no record is small enough to keep."""

@@ -206,12 +206,8 @@ class SqliteStore(ReasoningStore):
     # ------------------------------------------------------------------ contract
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        found: dict[str, Reasoning] = {}
-        for key, body in self._select("key, body", scope, keys):
-            decoded = _codec.decode_cached(body)
-            if decoded.record is not None and decoded.scope == scope:
-                found[key] = decoded.record
-        return found
+        rows = self._select("key, body", scope, keys)
+        return _codec.records_of(scope, [key for key, _ in rows], [body for _, body in rows])
 
     knows_sizes = True  # every release's rows carry `size`
 

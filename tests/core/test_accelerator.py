@@ -19,8 +19,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_identity_canonical import message as any_message
 
+from litellm_reasoning import accelerator
 from litellm_reasoning.core import identity
-from litellm_reasoning.memo import accelerator, prefix_cache
+from litellm_reasoning.memo import prefix_cache
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache
 
 pytestmark = pytest.mark.once
@@ -39,7 +40,7 @@ def test_ci_builds_the_accelerator() -> None:
 
 
 def test_the_environment_switch_selects_the_pure_path() -> None:
-    probe = "from litellm_reasoning.memo import accelerator; print(accelerator.NATIVE is None)"
+    probe = "from litellm_reasoning import accelerator; print(accelerator.NATIVE is None)"
     env = {**os.environ, accelerator.PURE_PYTHON_ENV: "1"}
     done = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
@@ -57,6 +58,16 @@ def test_blake2b_is_hashlibs(size: int) -> None:
         assert accelerator.NATIVE.blake2b_hex(data, size) == (
             hashlib.blake2b(data, digest_size=size).hexdigest()
         ), length
+
+
+@needs_native
+def test_record_digests_are_hashlibs() -> None:
+    """The stores' decode cache keys a read's records by these (`stores/_codec.py`)."""
+    assert accelerator.NATIVE is not None
+    datas = [bytes(range(n % 256)) * (1 + n // 256) for n in range(0, 700, 7)]
+    for person in (b"", b"lr-decoded", b"sixteen-bytes-16"):
+        expected = [hashlib.blake2b(d, digest_size=16, person=person).digest() for d in datas]
+        assert accelerator.NATIVE.digests(datas, 16, person) == expected
 
 
 def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:

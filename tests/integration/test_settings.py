@@ -207,8 +207,8 @@ def test_the_startup_line_says_whether_the_native_accelerator_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Where it was not built (no C compiler, the pure wheel) the operator reads it there."""
+    from litellm_reasoning import accelerator
     from litellm_reasoning import settings as settings_module
-    from litellm_reasoning.memo import accelerator
 
     settings = Settings.load({}, {})
     callback = litellm_reasoning.ReasoningCallback()

@@ -28,16 +28,25 @@ ALLOWED: dict[str, set[str]] = {
     "_version": set(),
     "core": set(),
     "wire": {"core"},
-    "stores": {"core"},
-    "memo": {"core", "stores"},
+    "accelerator": {"core"},  # the optional C module `_accel`, loaded by name
+    "stores": {"core", "accelerator"},
+    "memo": {"core", "stores", "accelerator"},
     "integration": {"core", "wire", "memo", "stores", "litellm", "litellm (lazy)"},
-    "settings": {"_version", "core", "wire", "memo", "stores", "integration", "litellm (lazy)"},
+    "settings": {
+        "_version",
+        "accelerator",
+        "core",
+        "wire",
+        "stores",
+        "integration",
+        "litellm (lazy)",
+    },
     "cli": {"__init__", "core", "wire", "stores", "integration", "testing", "litellm (lazy)"},
     "testing": {"core", "stores"},  # store doubles are stores
     "__init__": {"_version", "core", "integration", "settings"},
     "__main__": {"cli"},
 }
-PURE = ["core", "wire", "stores", "memo"]
+PURE = ["core", "wire", "stores", "memo", "accelerator"]
 
 
 def _part_of(path: Path) -> tuple[str, list[str]]:

@@ -1,7 +1,8 @@
-"""The optional native accelerator of the per-message identity work (`litellm_reasoning._accel`,
-compiled from `_accel.c` when the package was built with a C compiler): canonical bytes,
-chained digests and store keys of many messages in one call, byte for byte what
-`core.identity` computes (which stays the contract: tests/core/test_accelerator.py compares them).
+"""The optional native accelerator (`litellm_reasoning._accel`, compiled from `_accel.c` when
+the package was built with a C compiler): canonical bytes, chained digests and store keys of
+many messages in one call, byte for byte what `core.identity` computes (which stays the
+contract: tests/core/test_accelerator.py compares them), for the prefix cache; BLAKE2b digests
+of many stored records in one call, for the stores' decode cache.
 
 `NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
 environment (the pure-Python path, e.g. to compare). Read once at import."""
@@ -12,9 +13,9 @@ import importlib
 import os
 from typing import Protocol, cast
 
-from ..core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
-from ..core.identity import EXTRAS_KEY
-from ..core.turns import TURN_KEY
+from .core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
+from .core.identity import EXTRAS_KEY
+from .core.turns import TURN_KEY
 
 PURE_PYTHON_ENV = "LITELLM_REASONING_PURE_PYTHON"
 
@@ -52,6 +53,8 @@ class Native(Protocol):
     ) -> list[str | None]: ...
 
     def blake2b_hex(self, data: bytes, digest_size: int, /) -> str: ...
+
+    def digests(self, datas: list[bytes], digest_size: int, person: bytes, /) -> list[bytes]: ...
 
 
 def load() -> Native | None:
