@@ -237,12 +237,14 @@ def render(
     assistant: Sequence[int] | None = None,
     flagged: Sequence[int] | None = None,
     recipes: list[Recipe | None] | None = None,
+    bare: Sequence[bool] | None = None,
 ) -> Rendered:
     """`messages` as `dialect` wants them under `policy`, with `stored` reasoning restored.
 
     `owns` and `assistant` as for `plan`; `flagged`: the indices of the dicts carrying `turn`.
     `recipes` (one slot per message) holds what an equal earlier message was rendered to; it is
-    read, and filled in for every rendered message.
+    read, and filled in for every rendered message. `bare[i]` True: `carries_nothing` is known
+    for message `i` (from the walk), so it is not asked again.
     """
     stored = stored or {}
     if not dialect.accepts_reasoning:
@@ -278,7 +280,8 @@ def render(
         ):
             recipe = None
         if recipe is None:
-            recipe, rendered = _decide(dialect, base, name, keep, own, from_store)
+            known = bare is not None and bare[index]
+            recipe, rendered = _decide(dialect, base, name, keep, own, from_store, known)
             if recipes is not None:
                 recipes[index] = recipe
             if recipe.how != _SAME:
@@ -306,8 +309,10 @@ def _decide(
     keep: bool,
     own: Reasoning | None,
     from_store: Reasoning | None,
+    bare: bool = False,
 ) -> tuple[Recipe, dict[str, Any]]:
-    """The turn rule, the policy and the dialect for one assistant message."""
+    """The turn rule, the policy and the dialect for one assistant message (`bare`: it is
+    known to carry nothing)."""
     reasoning: Reasoning | None = None
     outcome = _NOTHING
     if keep:
@@ -325,7 +330,7 @@ def _decide(
     elif own is not None and not own.is_empty:
         outcome = _STRIPPED
     fields = dialect.plain_fields(reasoning) if own is None else None
-    if fields is not None and carries_nothing(base):
+    if fields is not None and (bare or carries_nothing(base)):
         # What `render` would do, without its copy and the comparison that finds the fields.
         if fields:
             return Recipe(name, keep, own, from_store, reasoning, outcome, _MERGE, fields), {

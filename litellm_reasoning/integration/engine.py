@@ -565,6 +565,7 @@ class Engine:
             assistant=history.assistant if history is not None else None,
             flagged=history.flagged if history is not None else None,
             recipes=history.recipes if history is not None else None,
+            bare=history.bare if history is not None else None,
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
         state.layouts = finished.layouts

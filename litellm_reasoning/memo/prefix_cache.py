@@ -30,7 +30,7 @@ from typing import Any
 
 from ..accelerator import NATIVE
 from ..core import identity
-from ..core.extract import own_fields_carry_nothing
+from ..core.extract import carries_nothing, own_fields_carry_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, _own
@@ -80,6 +80,9 @@ class History:
     when first asked for (empty: none)."""
     system: str | None = None
     """`identity.system_digest` of the conversation's system prompt, once asked for."""
+    bare: list[bool] = field(default_factory=list)
+    """Per message: an assistant message no field of which can hold reasoning
+    (`extract.carries_nothing`, known from the walk; False: not known, asked again)."""
     held: list[int] = field(default_factory=list)
     """Cumulative bytes of the reasoning the recipes of `assistant[: len(held)]` hold (restored
     records among it): counted when the history is remembered."""
@@ -348,6 +351,7 @@ class PrefixCache:
                 reused=same,
             )
             history.users = earlier.users[: bisect_left(earlier.users, same)]
+            history.bare = earlier.bare[:same]
             history.legacy = earlier.legacy[:same]
             history.held = earlier.held[: len(history.assistant)]
             for index in history.detailed:
@@ -392,13 +396,16 @@ class PrefixCache:
                 size = earlier.sizes[index] - (earlier.sizes[index - 1] if index else 0)
                 own = earlier.owns[index]
                 recipe = earlier.recipes[index]
+                bare = earlier.bare[index]
             else:
                 shape, decided = identity.canonical_decided(message)
                 copy, size = _copy(message)
                 size += len(shape) + _OVERHEAD
                 own = None
+                bare = False
                 if isinstance(message, dict) and message.get("role") == "assistant":
                     own = _own(message)
+                    bare = carries_nothing(message)
                 recipe = None
             chained = chained and earlier.shapes[index] == shape
             if chained:
@@ -414,6 +421,7 @@ class PrefixCache:
             history.sizes.append(total)
             history.owns.append(own)
             history.recipes.append(recipe)
+            history.bare.append(bare)
             if isinstance(message, dict):
                 if carries_turn(message):
                     history.flagged.append(index)
@@ -469,8 +477,13 @@ class PrefixCache:
             history.unsure.extend(unsure)
             history.owns.extend([None] * len(shapes))
             history.keys.extend([None] * len(shapes))
+            bare = history.bare
+            bare.extend([False] * len(shapes))
+            for index in assistant:
+                bare[index] = True
             owns, detailed = history.owns, history.detailed
             for index in to_read:
+                bare[index] = False
                 own = owns[index] = _own(messages[index])
                 if own is not None and any(part.details for part in own.parts):
                     detailed.append(index)
@@ -502,6 +515,7 @@ class PrefixCache:
                 sizes.append(total)
                 copies.append(copy)
             own = None
+            bare = False
             if type(message) is dict:
                 role = message.get("role")
                 if role == "assistant":
@@ -511,6 +525,8 @@ class PrefixCache:
                         own = _own(message)
                         if own is not None and any(part.details for part in own.parts):
                             history.detailed.append(index)
+                    else:
+                        bare = True
                 elif role == "user":
                     users.append(index)
                 if TURN_KEY in message or (
@@ -523,6 +539,7 @@ class PrefixCache:
             digests.append(previous)
             owns.append(own)
             keys.append(None)
+            history.bare.append(bare)
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""

@@ -82,7 +82,7 @@ def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) 
             keys = history.keys_for(indices)
         except Exception as exc:
             return type(exc).__name__
-    fields = ("shapes", "digests", "users", "assistant", "flagged", "unsure", "detailed")
+    fields = ("shapes", "digests", "users", "assistant", "flagged", "unsure", "detailed", "bare")
     return (
         {name: getattr(history, name) for name in fields},
         history.owns,

@@ -217,6 +217,9 @@ def _check(
     for index in history.assistant:
         expected = identity.key_at(SCOPE, messages, index)
         assert history.key(index) == expected
+    # what the walk knows of an assistant message's fields is true (render trusts it)
+    assert len(history.bare) == len(messages)
+    assert all(carries_nothing(messages[i]) for i, bare in enumerate(history.bare) if bare)
     dialect, policy = get_dialect(target[0]), target[1]
     plain = render(messages, dialect, policy, stored)
     memo = render(
@@ -228,6 +231,7 @@ def _check(
         assistant=history.assistant,
         flagged=history.flagged,
         recipes=history.recipes,
+        bare=history.bare,
     )
     assert _dump(memo) == _dump(plain)
     assert messages == before  # never mutated
