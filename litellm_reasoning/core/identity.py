@@ -94,7 +94,6 @@ _QUOTED_ROLES = {
     role: _quote(role) for role in ("system", "developer", "user", "assistant", "tool")
 }
 EXTRAS_KEY = "provider_specific_fields"
-_EXTRAS = EXTRAS_KEY
 
 FACT_TURN = 1
 """`read` found `turn` on a content block, a tool call or its function (not the message's own)."""
@@ -157,7 +156,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
                 name = function.get("name")
                 if TURN_KEY in function:
                     facts |= FACT_TURN
-                if _EXTRAS in function:
+                if EXTRAS_KEY in function:
                     facts |= FACT_CALL_EXTRAS
             else:
                 name = None
@@ -174,7 +173,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
                 return None
             if TURN_KEY in call:
                 facts |= FACT_TURN
-            if _EXTRAS in call:
+            if EXTRAS_KEY in call:
                 facts |= FACT_CALL_EXTRAS
             written.append(f"[{_quote(identifier)},{_quote(name)}]")
         tool_calls = "[" + ",".join(written) + "]"

@@ -114,9 +114,8 @@ class History:
         the scope's and the system prompt's part of the key material made once."""
         system = self.system_digest()
         messages, shapes, digests = self.messages, self.shapes, self.digests
-        keys = self.keys
-        if NATIVE is not None and type(messages) is list:
-            made = NATIVE.keys(
+        made: list[str | None] = (
+            NATIVE.keys(
                 messages,
                 list(indices),
                 shapes,
@@ -124,23 +123,23 @@ class History:
                 self.users,
                 *identity.key_material(self.scope, system),
             )
-            if None not in made:
-                for index, key in zip(indices, made, strict=True):
-                    keys[index] = key
-                return made  # type: ignore[return-value]  # no None in it
-            # a shape the accelerator leaves to Python: those made again below
-        tool_call_key, position_key = identity.key_makers(self.scope, system)
-        out = []
-        for index in indices:
-            message = messages[index]
-            if identity.has_tool_call_ids(message):
-                user, offset, _ = self.anchor(index)
-                key = tool_call_key(shapes[index], offset, user)
-            else:
-                key = position_key(digests[index])
+            if NATIVE is not None and type(messages) is list
+            else [None] * len(indices)
+        )
+        if None in made:  # all of them without the accelerator; the shapes it leaves to Python
+            tool_call_key, position_key = identity.key_makers(self.scope, system)
+            for position, index in enumerate(indices):
+                if made[position] is not None:
+                    continue
+                if identity.has_tool_call_ids(messages[index]):
+                    user, offset, _ = self.anchor(index)
+                    made[position] = tool_call_key(shapes[index], offset, user)
+                else:
+                    made[position] = position_key(digests[index])
+        keys = self.keys
+        for index, key in zip(indices, made, strict=True):
             keys[index] = key
-            out.append(key)
-        return out
+        return made  # type: ignore[return-value]  # no None left
 
     def anchor(self, index: int) -> identity.Anchor:
         """Where the message at `index` stands in its turn (`identity.anchor_of`)."""
