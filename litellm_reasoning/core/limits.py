@@ -96,6 +96,47 @@ class Limited:
     """Estimated reasoning tokens left out: stripped (policy, strip rule) and over budget."""
 
 
+@dataclass(frozen=True, slots=True)
+class LeftOut:
+    """What the budget and the strip rule leave out of a request, on top of the policy."""
+
+    over_budget: list[int]
+    """Indices whose reasoning the budget leaves out, oldest first (the unread ones too)."""
+    leading_run: list[int]
+    """Kept indices left out so that what goes is one leading run (bound providers)."""
+
+
+NOTHING_LEFT_OUT = LeftOut([], [])
+
+
+def leave_out(
+    kept: Sequence[int],
+    tokens: Mapping[int, int],
+    *,
+    max_tokens: int | None,
+    droppable: Collection[int],
+    unread: Mapping[int, int],
+    leading_run: bool,
+    skipped: Sequence[int] = (),
+) -> LeftOut:
+    """The one limits decision of every conversation format (chat messages, block messages,
+    input items), after the policy: the oldest `droppable` reasoning over `max_tokens`
+    (`policy.over_budget`), then, with `leading_run`, every kept index before the last one
+    left out. `kept`: the indices sending reasoning; `tokens`: their estimated tokens (asked
+    only with a budget); `unread`: records the budget left unread (`unread_over_budget`, index
+    -> tokens): counted as kept and over the budget whatever the rest holds; `skipped`: indices
+    whose reasoning the policy already left out (they count for the leading run)."""
+    over: list[int] = []
+    if max_tokens is not None:
+        counted = {**tokens, **unread} if unread else tokens
+        over = sorted({*over_budget(list(counted), counted, max_tokens, droppable), *unread})
+    if not leading_run:
+        return LeftOut(over, []) if over else NOTHING_LEFT_OUT
+    gone = set(over)
+    run = leading_run_violations([i for i in kept if i not in gone], [*skipped, *over])
+    return LeftOut(over, run)
+
+
 def unread_over_budget(
     stored: Mapping[int, int],
     own: Mapping[int, int],
@@ -176,19 +217,9 @@ def _limit(
     assistant: Sequence[int] | None,
     unread: Mapping[int, int],
 ) -> None:
-    if max_tokens is not None:
-        limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
-        limited.tokens.update(unread)  # counted as kept: over the budget whatever the rest holds
-        droppable = (
-            set()
-            if policy.earlier_turns_required
-            else {i for i in limited.tokens if i <= rendered.turn_start}
-        )
-        over = over_budget(list(limited.tokens), limited.tokens, max_tokens, droppable)
-        limited.over_budget = sorted({*over, *unread})
-        if unread:  # not read: over the budget, not missing
-            rendered.missing[:] = [i for i in rendered.missing if i not in unread]
-        _leave_out(rendered, messages, dialect, limited.over_budget)
+    if max_tokens is None and strip != "leading_run":
+        return
+    skipped: list[int] = []
     if strip == "leading_run":
         # Every message the policy does not keep may have had a block (a client that dropped
         # it sends nothing to tell): it counts as left out, as do what was stripped or cut.
@@ -202,8 +233,30 @@ def _limit(
         skipped = [
             index for index in assistant if not policy.keeps(index, messages[index], turn_start)
         ]
-        left_out = [*skipped, *rendered.stripped, *limited.over_budget]
-        limited.leading_run = leading_run_violations(rendered.kept, left_out)
+        skipped += rendered.stripped
+    if max_tokens is not None:
+        limited.tokens = dict(zip(rendered.kept, counted.counts(rendered.kept), strict=True))
+        limited.tokens.update(unread)  # counted as kept: over the budget whatever the rest holds
+    droppable = (
+        ()
+        if max_tokens is None or policy.earlier_turns_required
+        else {i for i in limited.tokens if i <= rendered.turn_start}
+    )
+    left = leave_out(
+        list(rendered.kept),
+        limited.tokens,
+        max_tokens=max_tokens,
+        droppable=droppable,
+        unread=unread if max_tokens is not None else {},
+        leading_run=strip == "leading_run",
+        skipped=skipped,
+    )
+    limited.over_budget = left.over_budget
+    if unread and max_tokens is not None:  # not read: over the budget, not missing
+        rendered.missing[:] = [i for i in rendered.missing if i not in unread]
+    _leave_out(rendered, messages, dialect, limited.over_budget)
+    if strip == "leading_run":
+        limited.leading_run = left.leading_run
         _leave_out(rendered, messages, dialect, limited.leading_run)
         rendered.stripped.extend(limited.leading_run)
         rendered.stripped.sort()

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import identity
 from ..core.extract import reasoning_from_message
+from ..core.formats import items as items_format
 from ..core.reasoning import Reasoning
 from ..core.render import reply_needed_next
 from ..core.usage import prompt_cache_of
@@ -170,7 +171,7 @@ def _responses_records(
     engine: Engine, call: Capture, output: list[dict[str, Any]]
 ) -> dict[str, Reasoning]:
     if call.responses_input:
-        conversation = responses_input.Conversation(call.scope, [], digest=call.digest)
+        conversation = items_format.Conversation(call.scope, [], digest=call.digest)
         return responses_input.records(
             conversation, output, provider=call.provider, model=call.model
         )

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
+from ..core.formats import blocks
 from ..core.messages import continues_prefill
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
@@ -44,19 +45,17 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if not dialect.keeps_block_order and not as_issued:
             # LiteLLM's chat adapter: rendered on the chat call it makes (same logging object),
             # which is told which of its user messages start a turn.
-            state.adapter_turns = anthropic_messages.chat_user_turns(messages)
+            state.adapter_turns = blocks.chat_user_turns(messages)
             return kwargs
         scope = engine.scope(kwargs)
         origin = read.origin(kwargs, provider)
-        digests = anthropic_messages.prefix_digests(cleaned)
+        digests = blocks.prefix_digests(cleaned)
         start = current_turn_start(messages)
-        compacted = anthropic_messages.compaction_index(cleaned)
+        compacted = blocks.compaction_index(cleaned)
         if compacted is not None:
             start = min(start, compacted)  # the kept turns go back whole, as the current one
-        system = anthropic_messages.system_digest(kwargs.get("system"))
-        wanted, reorderable = anthropic_messages.wanted(
-            scope, cleaned, target.policy, start, digests, system
-        )
+        system = blocks.system_digest(kwargs.get("system"))
+        wanted, reorderable = blocks.wanted(scope, cleaned, target.policy, start, digests, system)
         if compacted is not None:  # nothing before the compaction block is read by the API
             wanted = {i: key for i, key in wanted.items() if i > compacted}
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
@@ -66,7 +65,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         ):  # what the budget leaves out is never read
             unread = engine.decide_unread(
                 await engine.stored_tokens_async(scope, wanted),
-                anthropic_messages.own_tokens(cleaned, target.policy, start, engine.count_tokens),
+                blocks.own_tokens(cleaned, target.policy, start, engine.count_tokens),
                 start,
             )
         asked = {i: key for i, key in {**wanted, **reorderable}.items() if i not in unread}
@@ -122,7 +121,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             if fixed is not None:
                 out[i] = fixed
                 reordered_at.append(i)
-        limited = anthropic_messages.limit(
+        limited = blocks.limit(
             out,
             target.policy,
             start,
@@ -157,7 +156,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 model,
                 origin=origin[0],
                 deployment=origin[1],
-                anchor=anthropic_messages.place_of(cleaned, len(cleaned), system),
+                anchor=blocks.place_of(cleaned, len(cleaned), system),
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),
@@ -191,7 +190,7 @@ class _PreviousKeys:
         if self.shared:
             for i in indices:
                 if i not in self.keys:
-                    key = anthropic_messages.previous_message_key(self.scope, self.messages[i])
+                    key = blocks.previous_message_key(self.scope, self.messages[i])
                     self.keys[i] = (key,) if key is not None else ()
         return self.keys
 
@@ -204,14 +203,12 @@ def _decide(
     messages: Sequence[Any],
     restored: Sequence[int],
     missing: Sequence[int],
-    limited: anthropic_messages.Limited,
+    limited: blocks.Limited,
     reordered: Sequence[int],
 ) -> None:
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
     it for chat)."""
-    per_message, sent = anthropic_messages.summary_counts(
-        messages, restored, missing, limited, reordered
-    )
+    per_message, sent = blocks.summary_counts(messages, restored, missing, limited, reordered)
     tokens = sum(map(engine.count_tokens, sent))
     summary = summary_of(target, per_message, tokens, limited.saved)
     engine.report.decide(kwargs, summary, state)
@@ -281,8 +278,8 @@ def capture(
             return
         record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
         message = {"role": "assistant", "content": content}
-        key = anthropic_messages.message_key(call.scope, call.digest, message, call.anchor)
-        previous = anthropic_messages.previous_message_key(call.scope, message)
+        key = blocks.message_key(call.scope, call.digest, message, call.anchor)
+        previous = blocks.previous_message_key(call.scope, message)
         # A tool-use key two conversations can share: the record says whose it is.
         placed = (
             record if previous is None else dataclasses.replace(record, conversation=call.digest)

@@ -7,6 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
+from ..core.formats import items as items_format
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.turns import current_turn_start, without_turn
@@ -53,8 +54,8 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
         scope = engine.scope(kwargs)
-        conversation = input_items.Conversation.of(scope, items)
-        keys = input_items.wanted(conversation, target.policy)
+        conversation = items_format.Conversation.of(scope, items)
+        keys = items_format.wanted(conversation, target.policy)
         own = input_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         unread: dict[int, int] = {}
@@ -76,7 +77,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             {i: found[key] for i, key in to_read.items() if key in found}, origin[0], provider
         )
         tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
-        left_out = input_items.over_budget(
+        left_out = items_format.over_budget(
             items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread
         )
         tokens.update(unread)

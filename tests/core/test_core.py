@@ -409,3 +409,56 @@ class TestPendingCaptures:
             pending.open(f"c{n}", "s", f"d{n}")
         assert len(pending) <= 3
         assert pending.pending("s", "d9")
+
+
+# ---------------------------------------------------------------- the one limits decision
+
+
+def test_leave_out_cuts_the_oldest_droppable_in_half_budget_steps() -> None:
+    from litellm_reasoning.core.limits import leave_out
+
+    tokens = {1: 100, 3: 100, 5: 100, 7: 100}
+    left = leave_out(
+        [1, 3, 5, 7], tokens, max_tokens=250, droppable={1, 3, 5}, unread={}, leading_run=False
+    )
+    # 400 in a 250 budget: 150 to cut, rounded up to whole half-budget steps (250): the three
+    # oldest, and never the one that is not droppable.
+    assert (left.over_budget, left.leading_run) == ([1, 3, 5], [])
+    nothing_droppable = leave_out(
+        [1, 3, 5, 7], tokens, max_tokens=250, droppable=(), unread={}, leading_run=False
+    )
+    assert nothing_droppable.over_budget == []
+
+
+def test_leave_out_counts_unread_records_and_always_leaves_them_out() -> None:
+    from litellm_reasoning.core.limits import leave_out
+
+    left = leave_out(
+        [5, 7], {5: 10, 7: 10}, max_tokens=1000, droppable={1, 5}, unread={1: 5}, leading_run=False
+    )
+    assert left.over_budget == [1]  # within the budget, but never read: not sent
+
+
+def test_leave_out_keeps_what_goes_one_leading_run() -> None:
+    from litellm_reasoning.core.limits import leave_out
+
+    # The policy skipped message 4 (its block may have existed): every kept one before it goes.
+    left = leave_out(
+        [1, 3, 6], {}, max_tokens=None, droppable=(), unread={}, leading_run=True, skipped=[4]
+    )
+    assert (left.over_budget, left.leading_run) == ([], [1, 3])
+    # Without the rule nothing goes.
+    free = leave_out(
+        [1, 3, 6], {}, max_tokens=None, droppable=(), unread={}, leading_run=False, skipped=[4]
+    )
+    assert (free.over_budget, free.leading_run) == ([], [])
+    # Over the budget the cut message counts too: message 3 goes, so message 1 before it does.
+    cut = leave_out(
+        [1, 3, 6],
+        {1: 10, 3: 500, 6: 10},
+        max_tokens=100,
+        droppable={3},
+        unread={},
+        leading_run=True,
+    )
+    assert (cut.over_budget, cut.leading_run) == ([3], [1])

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from litellm_reasoning.core import identity
+from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import _codec
 from litellm_reasoning.stores._base import scope_id
@@ -101,3 +102,96 @@ def test_record_codec_writes_and_reads_the_0_1_0_bytes() -> None:
         1700000000.123,
         RECORD,
     )
+
+
+# The `/v1/messages` format's keys (`core.formats.blocks`), as release 0.4.0 computes them
+# (computed by commit add1989, before they moved out of `wire.anthropic.messages`).
+BLOCK_MESSAGES = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "thinking", "thinking": "t", "signature": "s"},
+            {"type": "tool_use", "id": "toolu_01", "name": "get_weather", "input": {"city": "P"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_01",
+                "content": "sunny",
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+    },
+    {"role": "assistant", "content": "It is sunny."},
+    {"role": "user", "content": "Thanks"},
+]
+BLOCK_DIGESTS_0_4_0 = [
+    "a072f84cf77377e179f1484311a2cc1b",
+    "b2389a9859e32a292dd61ae1d78c9c8d",
+    "34f0777e8a110a84b6835280e834ea5a",
+    "c59108d6ad265237cc483be4845aa8f9",
+    "55dd9a0b21885d20f6c4f7d7dc6d6851",
+    "8f6becb034167cb9585b229d323647a6",
+]
+BLOCK_SYSTEM_0_4_0 = "c764f0b10bc372906e4b4cf39f9b8eca"
+BLOCK_TOOL_USE_KEY_0_4_0 = "m2:f42800a0a10fda12ff4f3fa37bc817a8"
+BLOCK_TEXT_KEY_0_4_0 = "m1:1b37292e7206d7ab78aa77e7b11be888"
+BLOCK_TOOL_USE_KEY_0_3_0 = "m1:e46bf335f6d41c5b09bd19918a05dc94"
+# Responses input items (`core.formats.items`): the anchors' keys (a function call keeps
+# 0.1.0's tool-call key; an assistant message its position key).
+INPUT_ITEMS = [
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {"type": "function_call", "call_id": "call_0", "name": "get_weather", "arguments": "{}"},
+    {"type": "function_call_output", "call_id": "call_0", "output": "sunny"},
+    {
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "It is sunny."}],
+    },
+    {"role": "user", "content": "Thanks"},
+]
+ITEMS_DIGEST_0_4_0 = "c5471f71da1c7722cc0c9ca814cd6c24"
+ITEM_KEYS_0_4_0 = {
+    1: "667fe1c5e894e749e5b42feb917ee68c6b6d1216",
+    3: "36d0d189587495b57c3cf787b60780c93f2440cb",
+}
+
+
+def test_the_block_message_keys_are_pinned() -> None:
+    from litellm_reasoning.core.formats import blocks
+
+    digests = blocks.prefix_digests(BLOCK_MESSAGES)
+    assert digests == BLOCK_DIGESTS_0_4_0
+    system = blocks.system_digest(
+        [{"type": "text", "text": "You are terse.", "cache_control": {"type": "ephemeral"}}]
+    )
+    assert system == BLOCK_SYSTEM_0_4_0
+    keys = {
+        i: blocks.message_key(
+            "ns=default", digests[i], BLOCK_MESSAGES[i], blocks.place_of(BLOCK_MESSAGES, i, system)
+        )
+        for i in (1, 3)
+    }
+    assert keys == {1: BLOCK_TOOL_USE_KEY_0_4_0, 3: BLOCK_TEXT_KEY_0_4_0}
+    assert blocks.previous_message_key("ns=default", BLOCK_MESSAGES[1]) == (
+        BLOCK_TOOL_USE_KEY_0_3_0
+    )
+    # What a dropping client sends: the key is found without the thinking block.
+    dropped = [*BLOCK_MESSAGES]
+    dropped[1] = {"role": "assistant", "content": [BLOCK_MESSAGES[1]["content"][1]]}
+    missing, _ = blocks.wanted(
+        "ns=default", dropped, TurnPolicy.ALL_TURNS, 4, blocks.prefix_digests(dropped), system
+    )
+    assert missing == keys
+
+
+def test_the_input_item_keys_are_pinned() -> None:
+    from litellm_reasoning.core.formats import items
+
+    conversation = items.Conversation.of("ns=default", INPUT_ITEMS)
+    assert conversation.digest == ITEMS_DIGEST_0_4_0
+    assert items.wanted(conversation, TurnPolicy.ALL_TURNS) == ITEM_KEYS_0_4_0

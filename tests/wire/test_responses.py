@@ -16,6 +16,7 @@ from conftest import settled
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.formats.items import Conversation, wanted
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import render
@@ -28,12 +29,7 @@ from litellm_reasoning.wire.openai_responses.dialect import (
     is_reasoning_model,
     with_encrypted_include,
 )
-from litellm_reasoning.wire.openai_responses.input_items import (
-    Conversation,
-    records,
-    render_input,
-    wanted,
-)
+from litellm_reasoning.wire.openai_responses.input_items import records, render_input
 
 CASSETTES = REPO / "cassettes"
 Json = dict[str, Any]

@@ -1,20 +1,7 @@
-"""OpenAI Responses `input` items: the turn rule, restoring reasoning items, and capture keys.
-
-A client that drops reasoning still sends its `message`, `function_call` and
-`function_call_output` items. Each reasoning item the provider returned preceded one of those
-(its "anchor"); it is stored under the anchor's identity and put back right before it:
-
-* an anchor `function_call` is keyed by its `call_id` and name (random per reply, and
-  independent of edits to earlier history), as an assistant chat message with tool calls is;
-* an anchor assistant `message` by its place in the conversation: a chained digest of every
-  non-reasoning item up to and including it.
-
-Items are read as the chat messages they stand for (`identity` conventions), so `"hi"` and
-`[{"type": "input_text", "text": "hi"}]` are the same, and ids, `status`, `annotations`,
-`logprobs` and `phase` (which clients may or may not keep) do not count.
-
-The turn rule: a user message item starts a turn unless its `turn` is the boolean `false`;
-`turn` never reaches the wire. Pure: dicts in, dicts out; no LiteLLM, no I/O.
+"""OpenAI Responses `input` items: restoring reasoning items before their anchors, reading the
+reasoning items of a reply (and of LiteLLM's chat bridge) into records under their anchors'
+keys. What identifies an item, the turn rule and the limits are the core's
+(`core.formats.items`). Pure: dicts in, dicts out; no LiteLLM, no I/O.
 """
 
 from __future__ import annotations
@@ -24,111 +11,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...core import identity
-from ...core.policy import StripRule, TurnPolicy, leading_run_violations
-from ...core.policy import over_budget as policy_over_budget
+from ...core.formats.items import (
+    Conversation,
+    anchor_key,
+    as_message,
+    is_anchor,
+    is_reasoning,
+    text_of,
+)
 from ...core.reasoning import Reasoning, ReasoningPart
-from ...core.turns import current_turn_start, without_turn
+from ...core.turns import without_turn
 from .dialect import encrypted_parts, issued_here, reasoning_input_items
-
-_TEXT_PARTS = frozenset({"input_text", "output_text", "text"})
-
-
-def is_reasoning(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type") == "reasoning"
-
-
-def _is_message(item: Any) -> bool:
-    return isinstance(item, dict) and item.get("type", "message") == "message" and "role" in item
-
-
-def _text(content: Any) -> Any:
-    """Message content as `identity` reads chat content: text parts joined, others kept."""
-    if not isinstance(content, list):
-        return content
-    if all(isinstance(p, dict) and p.get("type") in _TEXT_PARTS for p in content):
-        return "".join(str(p.get("text") or "") for p in content)
-    return [
-        {k: v for k, v in p.items() if k not in ("annotations", "logprobs")}
-        if isinstance(p, dict)
-        else p
-        for p in content
-    ]
-
-
-def as_message(item: Any) -> dict[str, Any]:
-    """The chat message an input or output item stands for (what identifies it)."""
-    if not isinstance(item, dict):
-        return {"role": "?", "content": repr(item)}
-    kind = item.get("type", "message")
-    if kind == "message":
-        return {"role": str(item.get("role") or ""), "content": _text(item.get("content"))}
-    if kind == "function_call":
-        call = {"id": item.get("call_id"), "function": {"name": item.get("name")}}
-        return {"role": "assistant", "content": None, "tool_calls": [call]}
-    if kind == "function_call_output":
-        return {"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")}
-    # Other items (web search, custom tool calls …): identified by their whole body.
-    return {"role": f"item:{kind}", "content": [item]}
-
-
-def is_anchor(item: Any) -> bool:
-    """Items a reasoning item can precede: a function call or an assistant message."""
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type", "message")
-    return kind == "function_call" or (kind == "message" and item.get("role") == "assistant")
-
-
-@dataclass(slots=True)
-class Conversation:
-    """The non-reasoning items of a request, hashed once."""
-
-    scope: str
-    items: list[Any]
-    digests: list[str] = field(default_factory=list)
-    """`digests[i]` identifies every non-reasoning item up to and including `items[i]`
-    (for a reasoning item: up to the item before it)."""
-    digest: str = identity.EMPTY_DIGEST
-    """The whole input: what the reply answers."""
-
-    @classmethod
-    def of(cls, scope: str, items: Sequence[Any]) -> Conversation:
-        conversation = cls(scope, list(items))
-        digest = identity.EMPTY_DIGEST
-        for item in items:
-            if not is_reasoning(item):
-                digest = identity.chain(digest, identity.canonical(as_message(item)))
-            conversation.digests.append(digest)
-        conversation.digest = digest
-        return conversation
-
-    def key(self, index: int) -> str:
-        return anchor_key(self.scope, self.items[index], self.digests[index])
-
-
-def anchor_key(scope: str, item: Any, digest_through_item: str) -> str:
-    """The store key of the reasoning that preceded anchor `item`."""
-    # Responses call ids are random per reply: the tool-call key of release 0.1.0 is kept.
-    message = as_message(item)
-    legacy = identity.legacy_tool_call_key(scope, message)
-    return legacy or identity.message_key(scope, message, digest_through_item)
-
-
-def wanted(conversation: Conversation, policy: TurnPolicy) -> dict[int, str]:
-    """`{anchor index: store key}` for the anchors whose reasoning the client did not send and
-    `policy` keeps."""
-    if policy is TurnPolicy.NONE:
-        return {}
-    items = conversation.items
-    start = current_turn_start(items)
-    out: dict[int, str] = {}
-    for index, item in enumerate(items):
-        if not is_anchor(item) or (index > 0 and is_reasoning(items[index - 1])):
-            continue
-        as_chat = as_message(item)
-        if policy.keeps(index, as_chat, start):
-            out[index] = conversation.key(index)
-    return out
 
 
 @dataclass(slots=True)
@@ -238,7 +131,7 @@ def chat_message(output: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         if kind == "reasoning":
             items.append(dict(item))
         elif kind == "message":
-            text = _text(item.get("content"))
+            text = text_of(item.get("content"))
             texts.append(text if isinstance(text, str) else "")
         elif kind == "function_call":
             calls.append(
@@ -291,33 +184,6 @@ def own_reasoning(items: Sequence[Any]) -> dict[int, Reasoning]:
         if part is not None:
             out[index] = Reasoning(parts=(part,))
     return out
-
-
-def over_budget(
-    items: Sequence[Any],
-    stored: Mapping[int, Reasoning],
-    tokens: Mapping[int, int],
-    max_tokens: int | None,
-    strip: StripRule,
-    unread: Mapping[int, int] | None = None,
-) -> list[int]:
-    """Anchors of earlier turns whose stored reasoning is left out so that what the request
-    carries fits `max_tokens` (`tokens`: by item index, the stored records' and the client's
-    own reasoning items'), oldest first; under a `leading_run` strip rule every earlier one
-    goes with them. The current turn and the client's own items are never touched.
-    `unread`: the records the budget left unread (index -> tokens): counted as stored, and
-    left out whatever the rest holds."""
-    if max_tokens is None:
-        return []
-    start = current_turn_start(items)
-    if unread:
-        tokens = {**tokens, **unread}
-    droppable = {i for i in (*stored, *(unread or ())) if i <= start}
-    left_out = policy_over_budget(sorted(tokens), tokens, max_tokens, droppable)
-    left_out += [i for i in unread or () if i not in left_out]
-    if strip == "leading_run" and left_out:
-        left_out += leading_run_violations(sorted(droppable - set(left_out)), left_out)
-    return sorted(set(left_out))
 
 
 def decisions(
