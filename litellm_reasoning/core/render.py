@@ -115,7 +115,27 @@ def plan(
 ) -> list[int]:
     """Indices of assistant messages whose reasoning should be looked up in the store.
     `owns` is `own_reasonings(messages)` and `assistant` is `assistant_indices(messages)` when
-    the caller has them already."""
+    the caller has them already. A dialect that `keeps_block_order` also reads the records of
+    the kept messages with tool calls the client kept reasoning on: they say where the blocks
+    stood in the reply (LiteLLM regroups them)."""
+    wanted = _missing(messages, dialect, policy, owns, assistant)
+    if not dialect.keeps_block_order:
+        return wanted
+    indices = assistant_indices(messages) if assistant is None else assistant
+    start = effective_turn_start(messages, dialect)
+    laid_out = [
+        i for i in indices if messages[i].get("tool_calls") and policy.keeps(i, messages[i], start)
+    ]
+    return sorted({*wanted, *laid_out})
+
+
+def _missing(
+    messages: Sequence[Any],
+    dialect: Dialect,
+    policy: TurnPolicy,
+    owns: Sequence[Reasoning | None] | Mapping[int, Reasoning | None] | None,
+    assistant: Sequence[int] | None,
+) -> list[int]:
     if not dialect.accepts_reasoning:
         policy = TurnPolicy.NONE
     if dialect.passthrough or policy is TurnPolicy.NONE:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +36,6 @@ from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
 from ..wire import get_dialect
-from ..wire.anthropic.dialect import layout_candidates
 from . import capture
 from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
@@ -212,6 +211,27 @@ class Engine:
             self.pending.close(previous.id)
         return state
 
+    def conclude(
+        self,
+        state: CallState,
+        target: Target,
+        provider: str | None,
+        model: str | None,
+        restored: dict[str, Reasoning] | tuple[Any, Any, Any, Any],
+        capture_of: Capture,
+    ) -> None:
+        """What a rendered request of any format leaves for its reply and for a refusal of
+        it: the target it was rendered for, what went in from the store (store key -> record,
+        or `CallState.restored_source`'s references), and its capture, opened."""
+        state.rendered_for = RenderedFor(
+            provider, model, target.dialect, target.policy, target.operator_policy
+        )
+        if isinstance(restored, dict):
+            state.restored, state.restored_source = restored, None
+        else:
+            state.restored, state.restored_source = {}, restored
+        self.begin(state, capture_of)
+
     def begin(self, state: CallState, capture_of: Capture) -> None:
         """Remember what this call's capture needs, and open it for later requests to wait on."""
         state.capture = capture_of
@@ -343,15 +363,6 @@ class Engine:
                     i,
                 )
 
-    async def lookup_async(
-        self,
-        scope: str,
-        keys: dict[int, str],
-        before: Mapping[int, str],
-        legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
-    ) -> dict[str, Reasoning]:
-        return await adrive(self.store, self.lookup(scope, keys, before, legacy))
-
     def _open_captures(
         self,
         scope: str,
@@ -402,11 +413,6 @@ class Engine:
         history = self.histories.walk(scope, messages)
         owns = history.owns
         wanted = plan(messages, dialect, target.policy, owns, history.assistant)
-        if dialect.keeps_block_order:
-            # The record of a tool-call message the client kept holds where its blocks stood.
-            start = effective_turn_start(messages, dialect)
-            more = layout_candidates(messages, target.policy, history.assistant, start)
-            wanted = sorted({*wanted, *more})
         digests, empty = history.digests, identity.EMPTY_DIGEST
         required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
@@ -432,46 +438,79 @@ class Engine:
         self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(kwargs, messages)
-        unread = yield from self.over_budget_unread(request)
+        target = request.target
+        dialect = get_dialect(target.dialect)
+        start = effective_turn_start(request.messages, dialect)
         keys = request.keys
-        if unread:
-            keys = {i: key for i, key in keys.items() if i not in unread}
-        found = yield from self.lookup(
+        found, unread = yield from self.read(
             request.scope,
             keys,
             request.before,
-            request.legacy,
-            request.required,
+            lambda: self._own_tokens(request, start),
+            start,
+            budget_may_drop=not (dialect.passthrough or target.policy.earlier_turns_required),
+            legacy=request.legacy,
+            required=request.required,
             # By place only where the target refuses the request without the record: another
             # conversation's capture at the same place can make a miss wait.
-            request.place_of if request.required else None,
+            places=request.place_of if request.required else None,
         )
-        if keys is not request.keys:  # re-keyed where two conversations share a key
-            request.keys.update(keys)
-        return self.complete(request, found, state, unread), request.target
+        rendered = self.complete(request, found, state, unread)
+        return rendered, request.target  # `complete` may have changed its dialect
 
-    def over_budget_unread(self, request: Request) -> Flow[dict[int, int]]:
-        """The records `max_reasoning_tokens` leaves out whatever the rest holds, decided
-        before anything is read (`decide_unread`): index -> estimated tokens; none when the
-        budget may drop nothing here (the policy requires every turn, a passthrough dialect,
-        only the current turn looked up)."""
-        target = request.target
-        if self.max_reasoning_tokens is None or target.policy.earlier_turns_required:
-            return {}
-        dialect = get_dialect(target.dialect)
-        start = effective_turn_start(request.messages, dialect)
-        if dialect.passthrough or not request.keys or min(request.keys) > start:
-            return {}  # only earlier turns' reasoning is ever left out
-        stored = yield from self.stored_tokens(request.scope, request.keys)
-        policy, messages = target.policy, request.messages
-        own = {
+    def read(
+        self,
+        scope: str,
+        keys: dict[int, str],
+        before: Mapping[int, str],
+        own_tokens: Callable[[], Mapping[int, int]],
+        start: int,
+        *,
+        budget_may_drop: bool,
+        legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
+        required: bool = False,
+        places: Callable[[int], str | None] | None = None,
+        budgeted: Collection[int] | None = None,
+    ) -> Flow[tuple[Mapping[str, Reasoning], dict[int, int]]]:
+        """The one store read of a request of any format (chat messages, block messages, input
+        items): the records `max_reasoning_tokens` leaves out whatever the rest holds are
+        decided from their sizes and never read (`decide_unread`; only where the budget may
+        drop earlier turns here: `budget_may_drop`, and a policy that requires them never);
+        the rest are looked up (`lookup`), the refused ones left out. `keys` is updated where
+        the lookup re-keyed a message (two conversations share its key). Returns (records by
+        key, unread index -> estimated tokens). `own_tokens`: the tokens of the reasoning the
+        client's messages carry and the policy keeps (asked only when the sizes are known);
+        `budgeted`: the indices whose records the budget may leave unread (None: all)."""
+        unread: dict[int, int] = {}
+        budget = self.max_reasoning_tokens
+        if budget is not None and budget_may_drop and keys and min(keys) <= start:
+            sized = keys if budgeted is None else {i: keys[i] for i in budgeted if i in keys}
+            stored = yield from self.stored_tokens(scope, sized)
+            if stored is not None:
+                unread = self.decide_unread(stored, own_tokens(), start)
+        to_read = {i: key for i, key in keys.items() if i not in unread} if unread else keys
+        found = yield from self.lookup(
+            scope,
+            to_read,
+            {i: before[i] for i in to_read if i in before} if unread else before,
+            legacy,
+            required,
+            places,
+        )
+        if to_read is not keys:  # re-keyed where two conversations share a key
+            keys.update(to_read)
+        return self.refused.without_refused(scope, found), unread
+
+    def _own_tokens(self, request: Request, start: int) -> dict[int, int]:
+        """The tokens of the reasoning a chat request's messages carry and its policy keeps."""
+        policy, messages = request.target.policy, request.messages
+        return {
             i: reasoning.estimated_tokens
             for i, reasoning in enumerate(request.owns)
             if reasoning is not None
             and not reasoning.is_empty
             and policy.keeps(i, messages[i], start)
         }
-        return self.decide_unread(stored, own, start)
 
     def stored_tokens(self, scope: str, keys: Mapping[int, str]) -> Flow[dict[int, int] | None]:
         """The estimated tokens of the stored records of `keys`, by index, from the sizes the
@@ -505,11 +544,6 @@ class Engine:
                 tokens[i] = tokens_of_chars(size)
         return tokens
 
-    async def stored_tokens_async(
-        self, scope: str, keys: Mapping[int, str]
-    ) -> dict[int, int] | None:
-        return await adrive(self.store, self.stored_tokens(scope, keys))
-
     def decide_unread(
         self, stored: dict[int, int] | None, own: Mapping[int, int], start: int
     ) -> dict[int, int]:
@@ -542,7 +576,8 @@ class Engine:
         state: CallState,
         unread: Mapping[int, int] | None = None,
     ) -> Rendered:
-        found = self.refused.without_refused(request.scope, found)
+        """`request` rendered with the records `found` (by key, the refused ones left out:
+        `read`), the limits applied, its capture opened and its decisions reported."""
         stored = self.of_origin(
             stored_records(request.keys, request.legacy.made, found),
             request.origin[0],
@@ -582,19 +617,13 @@ class Engine:
         if history is not None:
             self.histories.remember(history)
         limited = self._limit(request, rendered, stored, unread)
-        state.rendered_for = RenderedFor(
+        self.conclude(
+            state,
+            request.target,
             request.provider,
             request.model,
-            request.target.dialect,
-            request.target.policy,
-            request.target.operator_policy,
-        )
-        # What went into this request from the store (what a refusal of it evicts), as
-        # references: turned into keys only when a refusal asks.
-        state.restored = {}
-        state.restored_source = (request.keys, request.legacy, stored, rendered.restored)
-        self.begin(
-            state,
+            # As references: turned into keys only when a refusal asks.
+            (request.keys, request.legacy, stored, rendered.restored),
             Capture(
                 request.scope,
                 request.digest,

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..core.decisions import summary_of
 from ..core.formats import blocks
 from ..core.messages import continues_prefill
+from ..core.reasoning import Reasoning
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
@@ -18,9 +19,9 @@ from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
 from . import kwargs as read
 from . import rust_core
-from .calls import CallState, Capture, RenderedFor, details_of
+from .calls import CallState, Capture, details_of
 from .engine import stored_records
-from .flows import Flow, Write
+from .flows import Flow, Write, adrive
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -59,21 +60,27 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if compacted is not None:  # nothing before the compaction block is read by the API
             wanted = {i: key for i, key in wanted.items() if i > compacted}
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
-        unread: dict[int, int] = {}
-        if engine.max_reasoning_tokens is not None and not (
-            as_issued or target.policy.earlier_turns_required
-        ):  # what the budget leaves out is never read
-            unread = engine.decide_unread(
-                await engine.stored_tokens_async(scope, wanted),
-                blocks.own_tokens(cleaned, target.policy, start, engine.count_tokens),
-                start,
-            )
-        asked = {i: key for i, key in {**wanted, **reorderable}.items() if i not in unread}
+        asked = {**wanted, **reorderable}
         previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
-        before = {i: digests[i] for i in asked}
-        found = engine.refused.without_refused(
-            scope, await engine.lookup_async(scope, asked, before, previous)
-        )
+
+        def lookup(
+            keys: dict[int, str], budget_may_drop: bool
+        ) -> Flow[tuple[Mapping[str, Reasoning], dict[int, int]]]:
+            return engine.read(
+                scope,
+                keys,
+                {i: digests[i] for i in keys},
+                lambda: blocks.own_tokens(cleaned, target.policy, start, engine.count_tokens),
+                start,
+                # What the budget leaves out is never read, where it may leave anything out.
+                budget_may_drop=budget_may_drop
+                and not (as_issued or target.policy.earlier_turns_required),
+                legacy=previous,
+                budgeted=wanted,  # the reordered messages carry their blocks already
+            )
+
+        found, unread = await adrive(engine.store, lookup(asked, True))
+        asked = {i: key for i, key in asked.items() if i not in unread}
         records = stored_records(asked, previous.keys, found)
         _rekeyed(asked, wanted, reorderable)
 
@@ -85,13 +92,8 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
             more = {i: wanted[i] for i in unread}
-            found = {
-                **found,
-                **engine.refused.without_refused(
-                    scope,
-                    await engine.lookup_async(scope, more, {i: digests[i] for i in more}, previous),
-                ),
-            }
+            found_more, _ = await adrive(engine.store, lookup(more, False))
+            found = {**found, **found_more}
             asked.update(more)
             records = stored_records(asked, previous.keys, found)
             _rekeyed(asked, wanted, reorderable)
@@ -142,13 +144,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         engine.report.stats["stripped"] += len(limited.stripped)
         engine.report.stats["over_budget"] += len(limited.over_budget)
         _decide(engine, kwargs, state, target, out, restored_at, missing, limited, reordered_at)
-        state.rendered_for = RenderedFor(
-            provider, model, target.dialect, target.policy, target.operator_policy
-        )
-        state.restored = {}
-        state.restored_source = (wanted, previous, stored, restored_at)
-        engine.begin(
+        engine.conclude(
             state,
+            target,
+            provider,
+            model,
+            (wanted, previous, stored, restored_at),
             Capture(
                 scope,
                 digests[-1],

@@ -19,7 +19,8 @@ from ..wire.openai_responses.dialect import (
     say_reasoning_context,
 )
 from . import kwargs as read
-from .calls import Capture, RenderedFor, details_of, state_in
+from .calls import Capture, details_of, state_in
+from .flows import adrive
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -58,23 +59,24 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         keys = items_format.wanted(conversation, target.policy)
         own = input_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
-        unread: dict[int, int] = {}
-        if engine.max_reasoning_tokens is not None:  # what the budget leaves out: never read
-            unread = engine.decide_unread(
-                await engine.stored_tokens_async(scope, keys),
-                own_tokens,
-                current_turn_start(items),
-            )
-        to_read = {i: key for i, key in keys.items() if i not in unread}
         # A reply is filed under the state before the item it precedes (none before item 0).
-        before = {i: conversation.digests[i - 1] for i in to_read if i > 0}
-        found = engine.refused.without_refused(
-            scope, await engine.lookup_async(scope, to_read, before)
+        before = {i: conversation.digests[i - 1] for i in keys if i > 0}
+        found, unread = await adrive(
+            engine.store,
+            engine.read(
+                scope,
+                keys,
+                before,
+                lambda: own_tokens,
+                current_turn_start(items),
+                budget_may_drop=True,
+            ),
         )
-        keys.update(to_read)  # re-keyed where two conversations share a function call's key
         origin = read.origin(kwargs, provider)
         stored = engine.of_origin(
-            {i: found[key] for i, key in to_read.items() if key in found}, origin[0], provider
+            {i: found[key] for i, key in keys.items() if i not in unread and key in found},
+            origin[0],
+            provider,
         )
         tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
         left_out = items_format.over_budget(
@@ -107,12 +109,12 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         sent = sum(tokens[i] for i in (*rendered.restored, *own))
         saved = sum(tokens[i] for i in left_out)
         engine.report.decide(kwargs, summary_of(target, per_item, sent, saved), state)
-        state.rendered_for = RenderedFor(
-            provider, model, target.dialect, target.policy, target.operator_policy
-        )
-        state.restored = {keys[i]: stored[i] for i in rendered.restored if i in stored}
-        engine.begin(
+        engine.conclude(
             state,
+            target,
+            provider,
+            model,
+            {keys[i]: stored[i] for i in rendered.restored if i in stored},
             Capture(
                 scope,
                 conversation.digest,

@@ -34,7 +34,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...core.extract import BLOCK_TYPES
-from ...core.policy import TurnPolicy
 from ...core.reasoning import Reasoning, ReasoningPart
 from ...core.render import Rendered
 from .._base import BaseDialect, Finished, strip_reasoning
@@ -629,15 +628,3 @@ def open_tool_loop(messages: Sequence[Any]) -> int | None:
 
 def _role(message: Any) -> Any:
     return message.get("role") if isinstance(message, dict) else None
-
-
-def layout_candidates(
-    messages: Sequence[Any], policy: TurnPolicy, assistant: Sequence[int], turn_start: int
-) -> list[int]:
-    """Kept assistant messages with tool calls: their stored records say where their blocks
-    stood, also when the client kept the blocks (LiteLLM regroups them)."""
-    return [
-        i
-        for i in assistant
-        if messages[i].get("tool_calls") and policy.keeps(i, messages[i], turn_start)
-    ]
