@@ -32,12 +32,11 @@ from ..core.limits import TokenCounter, estimate_tokens
 from ..core.policy import TurnPolicy
 from ..core.spelling import did_you_mean
 from ..core.targets import Override, parse_overrides
-from ..core.turns import mark_deliveries, without_turn
+from ..core.turns import without_turn
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import PrefixCache
 from ..stores import MemoryStore, ReasoningStore, store_from_url
-from ..wire.openai_responses.dialect import ask_for_encrypted_content
-from . import capture, messages_route, patches, refusals, responses_route, sync_body
+from . import blocks_format, capture, patches, pipeline, refusals, sync_body
 from .calls import details_of, state_in, state_of
 from .engine import Engine
 from .flows import adrive, drive
@@ -246,35 +245,9 @@ class ReasoningCallback(CustomLogger):
     ) -> dict[str, Any] | None:
         """Async SDK, Router and proxy, after routing, on every attempt: retries and fallbacks
         are rendered for the deployment they hit."""
-        kind = call_type_name(call_type)
-        if kind in RESPONSES_CALL_TYPES:
-            return await responses_route.pre_call(self.engine, kwargs) if self.active else None
-        if kind in MESSAGES_CALL_TYPES:
-            return await messages_route.pre_call(self.engine, kwargs) if self.active else None
-        messages = kwargs.get("messages")
-        if kind not in COMPLETION_CALL_TYPES or not isinstance(messages, list) or not self.active:
+        if not self.active:
             return None
-        engine = self.engine
-        details = details_of(kwargs)
-        translated = state_in(details)
-        state = engine.start(details)
-        try:
-            if translated is not None and translated.adapter_turns is not None:
-                # The chat call LiteLLM's adapter makes of an Anthropic-format request.
-                marked = mark_deliveries(messages, translated.adapter_turns)
-                messages = marked if marked is not None else messages
-            rendered, target = await engine.arender(kwargs, messages, state)
-            if target.dialect == "openai_responses" and target.policy is not TurnPolicy.NONE:
-                ask_for_encrypted_content(kwargs, str(kwargs.get("model") or ""))
-            kwargs["messages"] = sync_body.settle(
-                engine, state, target.dialect, rendered.messages, [kwargs], kwargs
-            )
-        except Exception as exc:
-            self._report.fail("rendering the request", exc)
-            state.handled = True
-            state.forget_restored()
-            kwargs["messages"] = without_turn(messages)
-        return kwargs
+        return await pipeline.dispatch(self.engine, kwargs, call_type_name(call_type))
 
     async def async_pre_request_hook(
         self, model: str, messages: list[Any], kwargs: dict[str, Any], **_: Any
@@ -323,7 +296,7 @@ class ReasoningCallback(CustomLogger):
             if call is not None and call.responses_input and responses_output(response):
                 flow = capture.capture(self.engine, state, response)
         elif kind in MESSAGES_CALL_TYPES and isinstance(response, dict):
-            flow = messages_route.capture(
+            flow = blocks_format.capture(
                 self.engine,
                 state,
                 response.get("content"),
@@ -388,7 +361,7 @@ class ReasoningCallback(CustomLogger):
             async for chunk in response:
                 chunks.append(chunk)
                 if state is not None and isinstance(chunk, bytes | str):
-                    await adrive(engine.store, messages_route.read_sse(engine, state, sse, chunk))
+                    await adrive(engine.store, blocks_format.read_sse(engine, state, sse, chunk))
                 yield chunk
             finished = True
         finally:
@@ -425,7 +398,7 @@ class ReasoningCallback(CustomLogger):
         if state is not None and state.messages_format:
             # An Anthropic-format reply: streamed through the SDK (the proxy's and the JSON
             # ones are captured already); LiteLLM's chat-shaped copy here is not its blocks.
-            flow = messages_route.capture_collected(self.engine, state)
+            flow = blocks_format.capture_collected(self.engine, state)
         else:
             flow = capture.capture(self.engine, state, response_obj, kwargs)
         await adrive(self.engine.store, flow)

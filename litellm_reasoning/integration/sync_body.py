@@ -7,7 +7,6 @@ LiteLLM retries itself is rendered again, after healing what the failed attempt 
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import sys
 from collections.abc import Sequence
@@ -27,6 +26,7 @@ from ..wire.anthropic.dialect import (
 from ..wire.gemini import is_gemini, placeholders_for
 from . import refusals
 from .calls import LAYOUT_PATCH, CallState, state_in
+from .fallback import fail_open
 from .kwargs import thinking_default_in_model_map
 from .reporting import Reporter
 
@@ -38,9 +38,15 @@ def rewrite(
     engine: Engine, model: Any, messages: Any, kwargs: Any, *, active: bool, tasks: set[Any]
 ) -> None:
     """The provider body of this attempt of a call, as its target needs it."""
-    try:
+    additional = kwargs.get("additional_args") if isinstance(kwargs, dict) else None
+    body = additional.get("complete_input_dict") if isinstance(additional, dict) else None
+    with fail_open(
+        engine.report,
+        "rewriting the provider body",
+        body if isinstance(body, dict) else {},
+        "messages",
+    ):
         state = state_in(kwargs)
-        body = (kwargs.get("additional_args") or {}).get("complete_input_dict")
         if state is not None and state.sent:
             failed = sys.exc_info()[1]
             if placeholders_for(state.restored_records().values(), body):
@@ -68,11 +74,6 @@ def rewrite(
             return
         if isinstance(body, dict) and isinstance(body.get("messages"), list):
             _render_messages(engine, body, messages, kwargs)
-    except Exception as exc:
-        engine.report.fail("rewriting the provider body", exc)
-        with contextlib.suppress(Exception):
-            body = kwargs["additional_args"]["complete_input_dict"]
-            body["messages"] = without_turn(body["messages"])
 
 
 def render_before_build(
@@ -170,16 +171,11 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
     """A sync call with an OpenAI-shaped (or Anthropic) body: rendered, then the body patched
     field by field from the rendered messages."""
     wire = body["messages"] = without_turn(body["messages"])
-    try:
-        if not isinstance(messages, list):
-            raise TypeError("no messages to render")
-        state = engine.start(kwargs)
-        state.sent = True
-        rendered, target = engine.render(kwargs, messages, state)
-    except Exception as exc:
-        engine.report.fail("rendering the request", exc)
-        body["messages"] = without_turn(wire)
-        return
+    if not isinstance(messages, list):
+        raise TypeError("no messages to render")
+    state = engine.start(kwargs)
+    state.sent = True
+    rendered, target = engine.render(kwargs, messages, state)
     dialect = get_dialect(target.dialect)
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
@@ -207,15 +203,11 @@ def _render_gemini(
 ) -> None:
     """Sync calls to Gemini: LiteLLM built `contents` from the client's messages; they are
     rebuilt by LiteLLM's own converter from the rendered messages."""
-    try:
-        if not isinstance(messages, list):
-            raise TypeError("no messages to render")
-        state = engine.start(kwargs)
-        state.sent = True  # a next `log_pre_api_call` of this call is another attempt
-        rendered, target = engine.render(kwargs, messages, state)
-    except Exception as exc:
-        engine.report.fail("rendering the request", exc)
-        return
+    if not isinstance(messages, list):
+        raise TypeError("no messages to render")
+    state = engine.start(kwargs)
+    state.sent = True  # a next `log_pre_api_call` of this call is another attempt
+    rendered, target = engine.render(kwargs, messages, state)
     dialect = get_dialect(target.dialect)
     if not is_gemini(dialect) or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)

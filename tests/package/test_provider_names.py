@@ -30,7 +30,7 @@ ALLOWED = {
     "Mistral's placeholder signature); the `gemini` details key is stored record data",
     "integration/kwargs.py": "LiteLLM's own parameter and call-type names (vertex_project, "
     "aws_bedrock_runtime_endpoint, anthropic_messages)",
-    "integration/messages_route.py": "the Anthropic-format entry point (/v1/messages) itself",
+    "integration/blocks_format.py": "the Anthropic-format entry point (/v1/messages) itself",
     "integration/patches.py": "patches of LiteLLM's own Bedrock and OpenRouter classes",
     "integration/sync_body.py": "calls LiteLLM's own Gemini converter (only this layer may)",
 }

@@ -21,6 +21,7 @@ from . import kwargs as read
 from . import rust_core
 from .calls import CallState, Capture, details_of
 from .engine import stored_records
+from .fallback import fail_open
 from .flows import Flow, Write, adrive
 
 if TYPE_CHECKING:
@@ -36,7 +37,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
         return None
     state = engine.start(details_of(kwargs))
     state.handled = state.messages_format = True  # never edited as a chat body later
-    try:
+    with fail_open(
+        engine.report, "rendering the Anthropic-format request", kwargs, "messages", state
+    ):
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
         target, provider, model = engine.target(kwargs, engine.scope(kwargs))
@@ -162,10 +165,6 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 continues_prefill=continues_prefill(cleaned),
             ),
         )
-    except Exception as exc:
-        engine.report.fail("rendering the Anthropic-format request", exc)
-        state.forget_restored()
-        kwargs["messages"] = without_turn(messages)
     return kwargs
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
-from ..core.formats import items as items_format
+from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
 from ..core.turns import current_turn_start, without_turn
@@ -20,6 +20,7 @@ from ..wire.openai_responses.dialect import (
 )
 from . import kwargs as read
 from .calls import Capture, details_of, state_in
+from .fallback import fail_open
 from .flows import adrive
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
     if not isinstance(items, list):
         return None
     details = details_of(kwargs)
-    try:
+    with fail_open(engine.report, "rendering the Responses input", kwargs, "input"):
         previous = state_in(details)
         bridged = (
             previous is not None
@@ -55,8 +56,8 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
         scope = engine.scope(kwargs)
-        conversation = items_format.Conversation.of(scope, items)
-        keys = items_format.wanted(conversation, target.policy)
+        conversation = core_items.Conversation.of(scope, items)
+        keys = core_items.wanted(conversation, target.policy)
         own = input_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         # A reply is filed under the state before the item it precedes (none before item 0).
@@ -79,7 +80,7 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             provider,
         )
         tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
-        left_out = items_format.over_budget(
+        left_out = core_items.over_budget(
             items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread
         )
         tokens.update(unread)
@@ -126,7 +127,4 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
                 continues_prefill=continues_prefill(items),
             ),
         )
-    except Exception as exc:
-        engine.report.fail("rendering the Responses input", exc)
-        kwargs["input"] = without_turn(items)
     return kwargs

@@ -1,0 +1,40 @@
+"""Chat messages (`completion` / `acompletion`) after routing: the engine's chat flow
+(`Engine.render_flow`: the prefix cache's walk, the plan, one store read, render, the adapter's
+finish, the limits), then what LiteLLM's translation of this deployment needs settled
+(`sync_body.settle`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from ..core.policy import TurnPolicy
+from ..core.turns import mark_deliveries
+from ..wire.openai_responses.dialect import ask_for_encrypted_content
+from . import sync_body
+from .calls import details_of, state_in
+from .fallback import fail_open
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The chat request of this attempt, rendered for the deployment it hits."""
+    messages = kwargs.get("messages")
+    if not isinstance(messages, list):
+        return None
+    details = details_of(kwargs)
+    translated = state_in(details)
+    state = engine.start(details)
+    with fail_open(engine.report, "rendering the request", kwargs, "messages", state):
+        if translated is not None and translated.adapter_turns is not None:
+            # The chat call LiteLLM's adapter makes of an Anthropic-format request.
+            marked = mark_deliveries(messages, translated.adapter_turns)
+            messages = marked if marked is not None else messages
+        rendered, target = await engine.arender(kwargs, messages, state)
+        if target.dialect == "openai_responses" and target.policy is not TurnPolicy.NONE:
+            ask_for_encrypted_content(kwargs, str(kwargs.get("model") or ""))
+        kwargs["messages"] = sync_body.settle(
+            engine, state, target.dialect, rendered.messages, [kwargs], kwargs
+        )
+    return kwargs

@@ -1,0 +1,38 @@
+"""The one request pipeline every entry point goes through, and its one fail-open fallback.
+
+A deployment hook's kwargs go to the flow of their conversation format (`dispatch`):
+
+* chat messages (`completion` / `acompletion`): `chat_format`;
+* block messages (`/v1/messages`, Claude Code and the Anthropic SDKs): `blocks_format`;
+* input items (`responses` / `aresponses`): `items_format`.
+
+Each flow is the same steps: the target (`Engine.target`) -> the format's plan, what identifies
+each item and which carry reasoning under the policy (`core.formats`, `memo.prefix_cache` for
+chat) -> one store read (`Engine.read`: the budget's unread decision, the lookup, the refused
+left out) -> the format's render and limits (`core.limits.leave_out`) -> the decisions summary
+-> `Engine.conclude` (the target rendered for, what went in from the store, the capture
+opened). Whatever fails on the way, `fallback.fail_open` lets the request through as the
+client sent it, less `turn`. The sync path (`log_pre_api_call`) runs the chat flow on the
+provider body (`sync_body`)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from . import blocks_format, chat_format, items_format
+from .kwargs import COMPLETION_CALL_TYPES, MESSAGES_CALL_TYPES, RESPONSES_CALL_TYPES
+
+if TYPE_CHECKING:
+    from .engine import Engine
+
+
+async def dispatch(engine: Engine, kwargs: dict[str, Any], kind: str) -> dict[str, Any] | None:
+    """The deployment hook of a call of type `kind`: its request rendered by its format's flow
+    (None: not a call the callback renders)."""
+    if kind in COMPLETION_CALL_TYPES:
+        return await chat_format.pre_call(engine, kwargs)
+    if kind in RESPONSES_CALL_TYPES:
+        return await items_format.pre_call(engine, kwargs)
+    if kind in MESSAGES_CALL_TYPES:
+        return await blocks_format.pre_call(engine, kwargs)
+    return None
