@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from .extract import BLOCK_TYPES, CARRIER_KEYS, carries_nothing
+from .policy import TurnPolicy
 from .reasoning import Reasoning
 
 if TYPE_CHECKING:
@@ -135,6 +136,12 @@ class Dialect(Protocol):
     ) -> str | None:
         """Another dialect this request to `provider`/`model` takes, given the records it
         restores (`origin`: the deployment's `identity.origin_of`); None: this one."""
+        ...
+
+    def prepare_request(self, params: dict[str, Any], model: str, policy: TurnPolicy) -> None:
+        """What a chat request to this target must ask for beside its messages for the reply
+        to carry reasoning it can take back, in place in the call's `params` (the Responses
+        API's `include` of encrypted reasoning); nothing for most."""
         ...
 
 

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..core.policy import TurnPolicy
 from ..core.turns import mark_deliveries
-from ..wire.openai_responses.dialect import ask_for_encrypted_content
+from ..wire import get_dialect
 from . import sync_body
 from .calls import details_of, state_in
 from .fallback import fail_open
@@ -32,8 +31,9 @@ async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | N
             marked = mark_deliveries(messages, translated.adapter_turns)
             messages = marked if marked is not None else messages
         rendered, target = await engine.arender(kwargs, messages, state)
-        if target.dialect == "openai_responses" and target.policy is not TurnPolicy.NONE:
-            ask_for_encrypted_content(kwargs, str(kwargs.get("model") or ""))
+        get_dialect(target.dialect).prepare_request(
+            kwargs, str(kwargs.get("model") or ""), target.policy
+        )
         kwargs["messages"] = sync_body.settle(
             engine, state, target.dialect, rendered.messages, [kwargs], kwargs
         )

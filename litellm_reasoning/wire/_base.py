@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
 from ..core.dialect import REASONING_KEYS, Dialect, Finished, strip_reasoning
+from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 
@@ -48,6 +49,9 @@ class BaseDialect:
     def for_records(
         self, stored: Mapping[int, Reasoning], provider: str | None, model: str, origin: str
     ) -> str | None:
+        return None
+
+    def prepare_request(self, params: dict[str, Any], model: str, policy: TurnPolicy) -> None:
         return None
 
 

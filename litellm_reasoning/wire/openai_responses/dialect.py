@@ -175,6 +175,11 @@ class ResponsesItemsDialect(BaseDialect):
     name: ClassVar[str] = "openai_responses"
     prefers_opaque: ClassVar[bool] = True
 
+    def prepare_request(self, params: dict[str, Any], model: str, policy: TurnPolicy) -> None:
+        # The bridge's reply carries its reasoning back only as encrypted items, asked for.
+        if policy is not TurnPolicy.NONE:
+            ask_for_encrypted_content(params, model)
+
     def accepts(self, reasoning: Reasoning) -> bool:
         return issued_here(reasoning) and bool(encrypted_parts(reasoning))
 
