@@ -1,5 +1,5 @@
 """What the core asks of a dialect (how one family of targets wants reasoning on the messages it
-is sent), the names of the dialects the wire layer has, and the removal of every reasoning field.
+is sent), and the removal of every reasoning field.
 
 The dialects themselves live in `litellm_reasoning.wire`, one module per provider family; the
 core only ever sees them through this protocol."""
@@ -19,39 +19,6 @@ if TYPE_CHECKING:
 
 REASONING_KEYS = CARRIER_KEYS
 """Message keys that hold reasoning in some provider's or LiteLLM's format."""
-
-
-DIALECT_NAMES = frozenset(
-    {
-        "openai_chat",
-        "openai_chat_required",
-        "openai_chat_reasoning",
-        "no_reasoning",
-        "passthrough",
-        "anthropic",
-        "anthropic_as_issued",
-        "anthropic_bedrock",
-        "anthropic_vertex",
-        "gemini",
-        "gemini_vertex",
-        "openai_responses",
-        "ollama_chat",
-        "mistral",
-        "minimax",
-        "openrouter",
-        "openrouter_anthropic",
-        "openrouter_openai",
-        "openrouter_google",
-    }
-)
-"""Every dialect the wire layer registers (`wire.get_dialect` checks the two agree)."""
-
-
-def check_dialect_name(name: str) -> str:
-    """`name` when a dialect has it; a clear error listing the known ones otherwise."""
-    if name not in DIALECT_NAMES:
-        raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(DIALECT_NAMES))}")
-    return name
 
 
 @dataclass(slots=True)

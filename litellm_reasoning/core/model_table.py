@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from .dialect import check_dialect_name
 from .policy import STRIP_RULES, StripRule, TurnPolicy
 
 TABLE_VERSION = 1
@@ -119,5 +118,21 @@ def load_rules(text: str) -> tuple[ProviderRule, ...]:
 
 
 def shipped_rules() -> tuple[ProviderRule, ...]:
-    text = resources.files("litellm_reasoning").joinpath("data/model_table.json").read_text("utf-8")
-    return load_rules(text)
+    return load_rules(_shipped_text())
+
+
+def _shipped_text() -> str:
+    return resources.files("litellm_reasoning").joinpath("data/model_table.json").read_text("utf-8")
+
+
+DIALECT_NAMES: frozenset[str] = frozenset(json.loads(_shipped_text())["dialects"])
+"""Every dialect the adapters register, as the shipped table lists them (its `dialects`): a new
+provider's adapter and its rows are one change of this data (`wire` checks that it registers
+exactly these)."""
+
+
+def check_dialect_name(name: str) -> str:
+    """`name` when a dialect has it; a clear error listing the known ones otherwise."""
+    if name not in DIALECT_NAMES:
+        raise ValueError(f"unknown dialect {name!r}; known: {', '.join(sorted(DIALECT_NAMES))}")
+    return name

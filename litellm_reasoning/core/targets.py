@@ -14,8 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from .dialect import check_dialect_name
-from .model_table import ProviderRule, shipped_rules
+from .model_table import ProviderRule, check_dialect_name, shipped_rules
 from .policy import StripRule, TurnPolicy
 
 

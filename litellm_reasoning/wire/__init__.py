@@ -1,59 +1,39 @@
-"""Dialects by name: how a target wants reasoning on the messages it is sent."""
+"""Dialects by name: how a target wants reasoning on the messages it is sent.
+
+One adapter module per provider family (`wire/<family>.py` or `wire/<family>/`); every dialect
+class it defines with a `name` of its own is registered here by finding it, so a new provider
+is its adapter and its rows in the model table (`data/model_table.json`, whose `dialects` list
+must name exactly what is registered: checked at import)."""
 
 from __future__ import annotations
 
-from ..core.dialect import DIALECT_NAMES, REASONING_KEYS, Dialect, strip_reasoning
-from .anthropic.dialect import (
-    AnthropicAsIssuedDialect,
-    AnthropicDialect,
-    BedrockClaudeDialect,
-    VertexClaudeDialect,
-)
-from .gemini import GeminiDialect, VertexGeminiDialect
-from .minimax import MinimaxDialect
-from .mistral import MistralDialect
-from .no_reasoning import NoReasoningDialect, PassthroughDialect
-from .ollama import OllamaChatDialect
-from .openai_chat import (
-    ReasoningContentDialect,
-    ReasoningContentRequiredDialect,
-    ReasoningFieldDialect,
-)
-from .openai_responses.dialect import ResponsesItemsDialect
-from .openrouter.dialect import (
-    OpenRouterAnthropicDialect,
-    OpenRouterDialect,
-    OpenRouterGoogleDialect,
-    OpenRouterOpenAIDialect,
-)
+import importlib
+import pkgutil
 
-_DIALECTS: dict[str, Dialect] = {
-    dialect.name: dialect
-    for dialect in (
-        ReasoningContentDialect(),
-        ReasoningContentRequiredDialect(),
-        ReasoningFieldDialect(),
-        NoReasoningDialect(),
-        PassthroughDialect(),
-        AnthropicDialect(),
-        AnthropicAsIssuedDialect(),
-        BedrockClaudeDialect(),
-        VertexClaudeDialect(),
-        GeminiDialect(),
-        VertexGeminiDialect(),
-        ResponsesItemsDialect(),
-        OllamaChatDialect(),
-        MistralDialect(),
-        MinimaxDialect(),
-        OpenRouterDialect(),
-        OpenRouterAnthropicDialect(),
-        OpenRouterOpenAIDialect(),
-        OpenRouterGoogleDialect(),
-    )
-}
+from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.model_table import DIALECT_NAMES
+from ._base import BaseDialect
 
 
-if set(_DIALECTS) != DIALECT_NAMES:  # the core's list of names is this registry's
+def _found() -> dict[str, Dialect]:
+    for module in pkgutil.walk_packages(__path__, __name__ + "."):
+        importlib.import_module(module.name)
+    out: dict[str, Dialect] = {}
+    classes = list(BaseDialect.__subclasses__())
+    while classes:
+        cls = classes.pop()
+        classes.extend(cls.__subclasses__())
+        name = cls.__dict__.get("name")  # its own: a subclass inherits its parent's
+        if name:
+            if name in out:
+                raise RuntimeError(f"two dialects named {name!r}")
+            out[name] = cls()
+    return out
+
+
+_DIALECTS = _found()
+
+if set(_DIALECTS) != DIALECT_NAMES:  # the model table's list of names is this registry's
     raise RuntimeError(f"dialect names out of step: {sorted(set(_DIALECTS) ^ DIALECT_NAMES)}")
 
 

@@ -25,7 +25,6 @@ ALLOWED = {
     "wire": "the adapters, one per provider family",
     "testing": "servers standing in for each provider, for tests",
     "cli": "the demo and the conformance runner drive named providers",
-    "core/dialect.py": "the registry of dialect names (data)",
     "core/extract.py": "LiteLLM's message fields (where it puts Gemini's thought signatures and "
     "Mistral's placeholder signature); the `gemini` details key is stored record data",
     "integration/kwargs.py": "LiteLLM's own parameter and call-type names (vertex_project, "
