@@ -440,7 +440,9 @@ class Engine:
         request = self.prepare(kwargs, messages)
         target = request.target
         dialect = get_dialect(target.dialect)
-        start = effective_turn_start(request.messages, dialect)
+        # The turn's start matters to the budget alone (a scan of the history: not made without).
+        budgeted = self.max_reasoning_tokens is not None
+        start = effective_turn_start(request.messages, dialect) if budgeted else -1
         keys = request.keys
         found, unread = yield from self.read(
             request.scope,
