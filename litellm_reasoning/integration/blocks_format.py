@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
-async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """Thinking blocks a client dropped go back in place, for the current turn and for the
     earlier turns the target's policy keeps; nothing the client sent is taken out but `turn`
     (this hook's rewrite reaches the wire)."""

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from .engine import Engine
 
 
-async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+async def render_chat(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """The chat request of this attempt, rendered for the deployment it hits."""
     messages = kwargs.get("messages")
     if not isinstance(messages, list):

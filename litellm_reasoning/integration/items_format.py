@@ -31,7 +31,7 @@ GAPS = frozenset({"missing", "dropped", "over_budget", "stripped"})
 """Decisions that leave an item of the input without the reasoning it came with."""
 
 
-async def pre_call(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
+async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
     """LiteLLM's chat bridge fires this hook too, after the chat hook rendered its messages;
     then only `turn` is removed."""
     items = kwargs.get("input")

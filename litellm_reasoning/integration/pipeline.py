@@ -30,9 +30,9 @@ async def dispatch(engine: Engine, kwargs: dict[str, Any], kind: str) -> dict[st
     """The deployment hook of a call of type `kind`: its request rendered by its format's flow
     (None: not a call the callback renders)."""
     if kind in COMPLETION_CALL_TYPES:
-        return await chat_format.pre_call(engine, kwargs)
+        return await chat_format.render_chat(engine, kwargs)
     if kind in RESPONSES_CALL_TYPES:
-        return await items_format.pre_call(engine, kwargs)
+        return await items_format.render_items(engine, kwargs)
     if kind in MESSAGES_CALL_TYPES:
-        return await blocks_format.pre_call(engine, kwargs)
+        return await blocks_format.render_blocks(engine, kwargs)
     return None
