@@ -39,11 +39,20 @@ def assemble(chunks: list[Any]) -> Any:
 
 def finished_stream(state: CallState) -> Any:
     """The assembled reply of a stream whose provider finished, when its capture was not made
-    yet (a client that stopped reading at the finish chunk); None otherwise."""
-    wrapper = state.stream() if state.stream is not None else None
-    if wrapper is None or state.captured or not stream_finished(wrapper):
+    yet (a client that stopped reading at the finish chunk, or LiteLLM's success event still
+    queued behind other logging); None otherwise. A stream the client already let go of is read
+    from its chunk list (kept by the call state), finished when a chunk carries the finish."""
+    if state.captured:
         return None
-    return assemble(list(getattr(wrapper, "chunks", None) or ()))
+    wrapper = state.stream() if state.stream is not None else None
+    if wrapper is not None:
+        if not stream_finished(wrapper):
+            return None
+        return assemble(list(getattr(wrapper, "chunks", None) or ()))
+    chunks = list(state.stream_chunks) if state.stream_chunks is not None else []
+    if not any(map(finishes, chunks)):
+        return None
+    return assemble(chunks)
 
 
 def stream_chunks(state: CallState) -> list[Any] | None:

@@ -30,12 +30,14 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 from collections.abc import Iterator
 from typing import Any
 
 import litellm
 import pytest
+from clients import READ_FILE
 from conftest import register
 from reliability_utils import CutServer, Plan, event_data, recorded_events
 
@@ -450,3 +452,107 @@ async def test_claude_client_stops_reading_after_every_chunk(
     ]
     for result in await _sweep(jobs):
         _check_claude(callback, result, complete=False)
+
+
+# ------------------------------------------------------------------ a late success event
+
+
+def test_a_finished_sync_stream_is_captured_by_the_next_request_when_logging_runs_late(
+    callback: ReasoningCallback,
+) -> None:
+    """A sync stream the client read to its end and let go of, whose success event LiteLLM
+    runs late (another logging integration ahead of this one is slow, as on a loaded worker):
+    the next request of the conversation does not wait out its capture wait and go without
+    the reasoning (which DeepSeek refuses); it captures the reply from the stream's chunks."""
+    from litellm.integrations.custom_logger import CustomLogger
+
+    from litellm_reasoning.testing.refusals import deepseek_reasoning_required
+    from litellm_reasoning.testing.upstream import Reply, Upstream
+
+    released = threading.Event()
+
+    class SlowLogger(CustomLogger):  # a logging integration that takes its time
+        def log_success_event(self, *args: Any, **kwargs: Any) -> None:
+            released.wait(10)
+
+    litellm.callbacks = [SlowLogger(), callback]
+    model = "deepseek-late-logging"
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": '{"path": "a.py"}'},
+    }
+    try:
+        with Upstream(refuse=[deepseek_reasoning_required]) as server:
+            server.script(
+                model,
+                Reply(
+                    message={
+                        "role": "assistant",
+                        "content": "",
+                        "reasoning_content": "Read a.py first.",
+                        "tool_calls": [call],
+                    },
+                    finish_reason="tool_calls",
+                ),
+                Reply(message={"role": "assistant", "content": "done", "reasoning_content": "R"}),
+            )
+            common = {
+                "model": f"openai/{model}",
+                "api_base": server.base_url,
+                "api_key": "k",
+                "tools": [READ_FILE],
+            }
+            messages: list[Any] = [{"role": "user", "content": "Fix a.py"}]
+
+            def read_to_the_end() -> list[Any]:
+                calls: list[Any] = []
+                for chunk in litellm.completion(messages=messages, stream=True, **common):
+                    calls += chunk.choices[0].delta.tool_calls or []
+                return calls  # the stream object goes with this frame
+
+            assert read_to_the_end()
+            messages += [  # what a dropping client sends back
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "x = 1"},
+            ]
+            answer = litellm.completion(messages=messages, **common)
+            sent = server.bodies(model)[-1]["messages"][1]
+    finally:
+        released.set()
+    assert answer.choices[0].message.content == "done"
+    assert sent.get("reasoning_content") == "Read a.py first."
+    assert server.refusals == []
+
+
+def test_a_stream_the_client_let_go_of_is_assembled_from_its_chunks_once_finished() -> None:
+    """The capture a waiting request makes itself (`streams.finished_stream`) when LiteLLM's
+    stream object is gone: from the chunk list the call state kept, only once a chunk carries
+    the provider's finish (a cut stream is never a reply)."""
+    from litellm_reasoning.integration.calls import CallState
+    from litellm_reasoning.integration.streams import finished_stream
+    from litellm_reasoning.testing.upstream import Reply, Upstream
+
+    with Upstream() as server:
+        server.always(
+            "late",
+            Reply(message={"role": "assistant", "content": "ok", "reasoning_content": "Think."}),
+        )
+        chunks = list(
+            litellm.completion(
+                model="openai/late",
+                api_base=server.base_url,
+                api_key="k",
+                messages=[{"role": "user", "content": "hi"}],
+                stream=True,
+            )
+        )
+    gone = CallState(stream=lambda: None, stream_chunks=chunks)
+    assembled = finished_stream(gone)
+    assert assembled is not None
+    assert assembled.choices[0].message.reasoning_content == "Think."
+    finish = max(i for i, c in enumerate(chunks) if c.choices and c.choices[0].finish_reason)
+    cut = CallState(stream=lambda: None, stream_chunks=chunks[:finish])
+    assert finished_stream(cut) is None
+    captured = CallState(stream=lambda: None, stream_chunks=chunks, captured=True)
+    assert finished_stream(captured) is None
