@@ -95,3 +95,47 @@ def test_every_allowed_module_exists_and_still_needs_its_exception() -> None:
         assert where.exists(), relative
         files = sorted(where.rglob("*.py")) if where.is_dir() else [where]
         assert any(_names_in_code(f) for f in files), f"{relative} needs no exception any more"
+
+
+# Which modules outside `wire/` still import an adapter module by its family (`..wire.<family>`)
+# instead of going through the registry (`..wire`), and why: the coupling issue 30 removes next.
+# A new such import fails the test below; a module that no longer needs one must leave the list.
+ADAPTER_IMPORTS = {
+    "integration/blocks_format.py": "the /v1/messages flow: Claude's block and SSE work",
+    "integration/capture.py": "reply readers (Claude's raw block order, Responses items, "
+    "OpenRouter's streamed details)",
+    "integration/items_format.py": "the Responses flow: item rendering, reasoning.context",
+    "integration/kwargs.py": "which Responses providers issue per endpoint",
+    "integration/patches.py": "body layout and stream parsing patched into LiteLLM",
+    "integration/sync_body.py": "sync bodies: Claude blocks and thinking-off, Gemini contents",
+}
+
+
+def _adapter_imports(path: Path) -> list[str]:
+    """`..wire.<family>` (or `litellm_reasoning.wire.<family>`) modules `path` imports."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text("utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            parts = node.module.split(".")
+            if node.level == 0 and parts[:2] == ["litellm_reasoning", "wire"]:
+                parts = parts[1:]
+            if parts[0] == "wire" and len(parts) > 1:
+                found.append(node.module)
+            elif parts == ["wire"] and node.level == 2:
+                found += [a.name for a in node.names if (PACKAGE / "wire" / a.name).exists()]
+    return found
+
+
+def test_adapters_are_imported_by_family_only_where_listed() -> None:
+    wrong, stale = {}, []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE).as_posix()
+        if relative.startswith("wire/"):
+            continue
+        found = _adapter_imports(path)
+        if found and relative not in ADAPTER_IMPORTS:
+            wrong[relative] = found
+        if not found and relative in ADAPTER_IMPORTS:
+            stale.append(relative)
+    assert not wrong, wrong
+    assert not stale, f"no adapter import any more (take them off the list): {stale}"
