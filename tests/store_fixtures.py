@@ -258,6 +258,10 @@ def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnClust
     cluster.stop()
 
 
+def _text(value: object) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
 class OwnSentinel:
     """A primary, its replica and one Sentinel (quorum 1) on free ports of 127.0.0.1."""
 
@@ -297,17 +301,33 @@ class OwnSentinel:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 15
+        # Ready once the Sentinel knows the replica, synced: a primary killed before that has
+        # nothing to fail over to (the Sentinel finds replicas through the primary's INFO, which
+        # a loaded machine delays).
+        deadline = time.monotonic() + 60
         while True:
             try:
                 with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5) as client:
-                    if client.execute_command("SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service):
+                    if client.execute_command(
+                        "SENTINEL", "GET-MASTER-ADDR-BY-NAME", self.service
+                    ) and self._replica_ready(client):
                         return
             except redis.RedisError:
                 pass
             if time.monotonic() > deadline or self.process.poll() is not None:
-                raise RuntimeError("redis-server --sentinel did not start")
+                raise RuntimeError("redis-server --sentinel did not start (or found no replica)")
             time.sleep(0.1)
+
+    def _replica_ready(self, client: redis.Redis) -> bool:
+        """The Sentinel lists a replica that is up and whose link to the primary is up."""
+        for raw in client.execute_command("SENTINEL", "REPLICAS", self.service) or ():
+            pairs = raw.items() if isinstance(raw, dict) else zip(raw[::2], raw[1::2], strict=False)
+            fields = {_text(key): _text(value) for key, value in pairs}
+            flags = fields.get("flags", "")
+            link = fields.get("master-link-status", fields.get("master_link_status", ""))
+            if "s_down" not in flags and "disconnected" not in flags and link == "ok":
+                return True
+        return False
 
     def primary_port(self) -> int:
         with redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=0.5) as client:
