@@ -13,6 +13,7 @@ from typing import Any
 
 from ..core import identity
 from ..core.decisions import summarize
+from ..core.dialect import Dialect
 from ..core.limits import (
     Limited,
     RecordCounts,
@@ -71,6 +72,8 @@ class Request:
     kwargs: Mapping[str, Any]
     messages: list[Any]
     target: Target
+    dialect: Dialect
+    """The adapter of `target.dialect` (looked up once; `complete` may change both)."""
     provider: str | None
     model: str | None
     scope: str
@@ -419,6 +422,7 @@ class Engine:
             kwargs,
             messages,
             target,
+            dialect,
             provider,
             model,
             scope,
@@ -438,8 +442,7 @@ class Engine:
         self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(kwargs, messages)
-        target = request.target
-        dialect = get_dialect(target.dialect)
+        target, dialect = request.target, request.dialect
         # The turn's start matters to the budget alone (a scan of the history: not made without).
         budgeted = self.max_reasoning_tokens is not None
         start = effective_turn_start(request.messages, dialect) if budgeted else -1
@@ -585,13 +588,13 @@ class Engine:
             request.origin[0],
             request.provider,
         )
-        dialect = get_dialect(request.target.dialect)
+        dialect = request.dialect
         other = dialect.for_records(
             stored, request.provider, request.model or "", request.origin[0]
         )
         if other is not None:  # e.g. a third-party Anthropic API's own blocks, as it issued them
             request.target = dataclasses.replace(request.target, dialect=other)
-            dialect = get_dialect(other)
+            dialect = request.dialect = get_dialect(other)
         history = request.history
         rendered = render(
             request.messages,
@@ -676,7 +679,7 @@ class Engine:
         limited = apply_limits(
             rendered,
             request.messages,
-            get_dialect(request.target.dialect),
+            request.dialect,
             request.target.policy,
             strip=request.target.strip,
             max_tokens=self.max_reasoning_tokens,
