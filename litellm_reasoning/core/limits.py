@@ -106,9 +106,6 @@ class LeftOut:
     """Kept indices left out so that what goes is one leading run (bound providers)."""
 
 
-NOTHING_LEFT_OUT = LeftOut([], [])
-
-
 def leave_out(
     kept: Sequence[int],
     tokens: Mapping[int, int],
@@ -131,7 +128,7 @@ def leave_out(
         counted = {**tokens, **unread} if unread else tokens
         over = sorted({*over_budget(list(counted), counted, max_tokens, droppable), *unread})
     if not leading_run:
-        return LeftOut(over, []) if over else NOTHING_LEFT_OUT
+        return LeftOut(over, [])
     gone = set(over)
     run = leading_run_violations([i for i in kept if i not in gone], [*skipped, *over])
     return LeftOut(over, run)
@@ -243,7 +240,7 @@ def _limit(
         else {i for i in limited.tokens if i <= rendered.turn_start}
     )
     left = leave_out(
-        list(rendered.kept),
+        rendered.kept,
         limited.tokens,
         max_tokens=max_tokens,
         droppable=droppable,

@@ -118,14 +118,15 @@ def load_rules(text: str) -> tuple[ProviderRule, ...]:
 
 
 def shipped_rules() -> tuple[ProviderRule, ...]:
-    return load_rules(_shipped_text())
+    return load_rules(_SHIPPED_TEXT)
 
 
-def _shipped_text() -> str:
-    return resources.files("litellm_reasoning").joinpath("data/model_table.json").read_text("utf-8")
+_SHIPPED_TEXT = (
+    resources.files("litellm_reasoning").joinpath("data/model_table.json").read_text("utf-8")
+)
+"""The shipped table, read once (its rules and its dialect names come from it)."""
 
-
-DIALECT_NAMES: frozenset[str] = frozenset(json.loads(_shipped_text())["dialects"])
+DIALECT_NAMES: frozenset[str] = frozenset(json.loads(_SHIPPED_TEXT)["dialects"])
 """Every dialect the adapters register, as the shipped table lists them (its `dialects`): a new
 provider's adapter and its rows are one change of this data (`wire` checks that it registers
 exactly these)."""

@@ -118,13 +118,19 @@ def plan(
     the caller has them already. A dialect that `keeps_block_order` also reads the records of
     the kept messages with tool calls the client kept reasoning on: they say where the blocks
     stood in the reply (LiteLLM regroups them)."""
-    wanted = _missing(messages, dialect, policy, owns, assistant)
+    passes = dialect.passthrough or policy is TurnPolicy.NONE or not dialect.accepts_reasoning
+    if passes and not dialect.keeps_block_order:
+        return []
+    # One scan for the turn's start and one list of assistant messages, for both reads.
+    turn_start = effective_turn_start(messages, dialect)
+    indices = assistant_indices(messages) if assistant is None else assistant
+    wanted = [] if passes else _missing(messages, dialect, policy, owns, indices, turn_start)
     if not dialect.keeps_block_order:
         return wanted
-    indices = assistant_indices(messages) if assistant is None else assistant
-    start = effective_turn_start(messages, dialect)
     laid_out = [
-        i for i in indices if messages[i].get("tool_calls") and policy.keeps(i, messages[i], start)
+        i
+        for i in indices
+        if messages[i].get("tool_calls") and policy.keeps(i, messages[i], turn_start)
     ]
     return sorted({*wanted, *laid_out})
 
@@ -134,14 +140,11 @@ def _missing(
     dialect: Dialect,
     policy: TurnPolicy,
     owns: Sequence[Reasoning | None] | Mapping[int, Reasoning | None] | None,
-    assistant: Sequence[int] | None,
+    indices: Sequence[int],
+    turn_start: int,
 ) -> list[int]:
-    if not dialect.accepts_reasoning:
-        policy = TurnPolicy.NONE
-    if dialect.passthrough or policy is TurnPolicy.NONE:
-        return []
-    turn_start = effective_turn_start(messages, dialect)
-    indices = assistant_indices(messages) if assistant is None else assistant
+    """The kept assistant messages whose reasoning the client did not send (or sent without
+    the opaque part a dialect that prefers it wants)."""
     if policy is not TurnPolicy.ALL_TURNS:
         indices = [i for i in indices if policy.keeps(i, messages[i], turn_start)]
     if owns is None:

@@ -42,7 +42,8 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
     ):
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
-        target, provider, model = engine.target(kwargs, engine.scope(kwargs))
+        scope = engine.scope(kwargs)
+        target, provider, model = engine.target(kwargs, scope)
         rust_core.warn_if_served_natively(provider, model)
         dialect = get_dialect(target.dialect)
         as_issued = anthropic_messages.takes_blocks_as_issued(provider)
@@ -51,7 +52,6 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             # which is told which of its user messages start a turn.
             state.adapter_turns = blocks.chat_user_turns(messages)
             return kwargs
-        scope = engine.scope(kwargs)
         origin = read.origin(kwargs, provider)
         digests = blocks.prefix_digests(cleaned)
         start = current_turn_start(messages)

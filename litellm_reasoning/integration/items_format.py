@@ -57,7 +57,8 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
         state = engine.start(details)
         scope = engine.scope(kwargs)
         conversation = core_items.Conversation.of(scope, items)
-        keys = core_items.wanted(conversation, target.policy)
+        start = current_turn_start(items)  # one scan, for the plan, the read and the budget
+        keys = core_items.wanted(conversation, target.policy, start)
         own = input_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         # A reply is filed under the state before the item it precedes (none before item 0).
@@ -69,7 +70,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
                 keys,
                 before,
                 lambda: own_tokens,
-                current_turn_start(items),
+                start,
                 budget_may_drop=True,
             ),
         )
@@ -81,7 +82,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
         )
         tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
         left_out = core_items.over_budget(
-            items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread
+            items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread, start
         )
         tokens.update(unread)
         stored = {i: r for i, r in stored.items() if i not in left_out}

@@ -106,13 +106,16 @@ def anchor_key(scope: str, item: Any, digest_through_item: str) -> str:
     return legacy or identity.message_key(scope, message, digest_through_item)
 
 
-def wanted(conversation: Conversation, policy: TurnPolicy) -> dict[int, str]:
+def wanted(
+    conversation: Conversation, policy: TurnPolicy, start: int | None = None
+) -> dict[int, str]:
     """`{anchor index: store key}` for the anchors whose reasoning the client did not send and
-    `policy` keeps."""
+    `policy` keeps; `start`: the current turn's start, when the caller has it."""
     if policy is TurnPolicy.NONE:
         return {}
     items = conversation.items
-    start = current_turn_start(items)
+    if start is None:
+        start = current_turn_start(items)
     out: dict[int, str] = {}
     for index, item in enumerate(items):
         if not is_anchor(item) or (index > 0 and is_reasoning(items[index - 1])):
@@ -130,16 +133,19 @@ def over_budget(
     max_tokens: int | None,
     strip: StripRule,
     unread: Mapping[int, int] | None = None,
+    start: int | None = None,
 ) -> list[int]:
     """Anchors of earlier turns whose stored reasoning is left out so that what the request
     carries fits `max_tokens` (`tokens`: by item index, the stored records' and the client's
     own reasoning items'), oldest first; under a `leading_run` strip rule every earlier one
     goes with them. The current turn and the client's own items are never touched.
     `unread`: the records the budget left unread (index -> tokens): counted as stored, and
-    left out whatever the rest holds."""
+    left out whatever the rest holds; `start`: the current turn's start, when the caller has
+    it."""
     if max_tokens is None:
         return []
-    start = current_turn_start(items)
+    if start is None:
+        start = current_turn_start(items)
     # Only the stored records go: the client's own reasoning items are its own.
     droppable = {i for i in (*stored, *(unread or ())) if i <= start}
     left = leave_out(
