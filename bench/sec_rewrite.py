@@ -63,7 +63,7 @@ def prime_store(
 ) -> int:
     """Put each assistant message's reasoning where the callback will look it up for a call
     with `kwargs` (default `hook_kwargs`: what decides the scope and the target)."""
-    request = cb.engine.prepare(kwargs or hook_kwargs(messages), messages)
+    request = cb.engine.prepare(cb.engine.facts_of(kwargs or hook_kwargs(messages)), messages)
     # As the callback captures them: a tool-call message's record names the conversation
     # before it (`shared_keys`), which every read compares.
     records = {

@@ -88,7 +88,7 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
     }
     kwargs = {**request, "metadata": metadata, "user": tenant.get("user")}
     try:
-        prepared = engine.prepare(kwargs, messages)
+        prepared = engine.prepare(engine.facts_of(kwargs), messages)
         # Read even when nothing is looked up (a key no record has): an unreachable store is
         # an error whatever the request.
         found = store.get_many(prepared.scope, sorted(set(prepared.keys.values())) or ["-"])

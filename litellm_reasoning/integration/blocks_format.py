@@ -17,7 +17,6 @@ from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
-from . import kwargs as read
 from . import rust_core
 from .calls import CallState, Capture, details_of
 from .engine import stored_records
@@ -42,8 +41,9 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
     ):
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
-        scope = engine.scope(kwargs)
-        target, provider, model = engine.target(kwargs, scope)
+        facts = engine.facts_of(kwargs)
+        scope, provider, model = facts.scope, facts.provider, facts.model
+        target = engine.target(facts)
         rust_core.warn_if_served_natively(provider, model)
         dialect = get_dialect(target.dialect)
         as_issued = anthropic_messages.takes_blocks_as_issued(provider)
@@ -52,7 +52,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             # which is told which of its user messages start a turn.
             state.adapter_turns = blocks.chat_user_turns(messages)
             return kwargs
-        origin = read.origin(kwargs, provider)
+        origin = facts.origin, facts.deployment_id
         digests = blocks.prefix_digests(cleaned)
         start = current_turn_start(messages)
         compacted = blocks.compaction_index(cleaned)
@@ -211,7 +211,7 @@ def _decide(
     per_message, sent = blocks.summary_counts(messages, restored, missing, limited, reordered)
     tokens = sum(map(engine.count_tokens, sent))
     summary = summary_of(target, per_message, tokens, limited.saved)
-    engine.report.decide(kwargs, summary, state)
+    engine.report.decide(summary, state)
 
 
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:

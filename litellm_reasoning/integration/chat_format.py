@@ -30,7 +30,7 @@ async def render_chat(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] 
             # The chat call LiteLLM's adapter makes of an Anthropic-format request.
             marked = mark_deliveries(messages, translated.adapter_turns)
             messages = marked if marked is not None else messages
-        rendered, target = await engine.arender(kwargs, messages, state)
+        rendered, target = await engine.arender(engine.facts_of(kwargs), messages, state)
         get_dialect(target.dialect).prepare_request(
             kwargs, str(kwargs.get("model") or ""), target.policy
         )

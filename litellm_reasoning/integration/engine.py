@@ -42,6 +42,7 @@ from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
 from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
+from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
 from .streams import finished_stream
 
@@ -53,8 +54,7 @@ class LegacyKeys:
     """Earlier releases' keys of the tool-call messages among the indices it is called with,
     made from `history` (None: this store is not shared with other releases) and kept in
     `made`. Kept by the call state for a refusal to evict: it holds the history, never the
-    request, whose kwargs hold LiteLLM's logging object, which holds the call state (a cycle
-    only the garbage collector frees, taking every message of the request with it)."""
+    request (the call state would keep it and its rendered messages alive)."""
 
     history: History | None
     made: dict[int, tuple[str, ...]]
@@ -69,7 +69,6 @@ class LegacyKeys:
 class Request:
     """One request being rendered: its target, scope and the store keys it looks up."""
 
-    kwargs: Mapping[str, Any]
     messages: list[Any]
     target: Target
     dialect: Dialect
@@ -129,8 +128,11 @@ class Engine:
     """(scope, provider, model, dialect) -> the policy a refusal of that target asked for."""
     token_memo: TokenMemo = dataclasses.field(init=False)
     cancellation: CancellationWatch = dataclasses.field(init=False)
+    facts_of: FactsReader = dataclasses.field(init=False)
+    """What the hooks read of a call's kwargs for this engine (the engine never reads them)."""
 
     def __post_init__(self) -> None:
+        self.facts_of = FactsReader(self.namespace, self.scope_from_client)
         self.token_memo = TokenMemo(self.count_tokens)
         self.cancellation = CancellationWatch(self.pending)
 
@@ -142,67 +144,51 @@ class Engine:
 
     # ------------------------------------------------------------------ target and scope
 
-    def scope(self, kwargs: Mapping[str, Any]) -> str:
-        return read.scope_of(kwargs, self.namespace, from_client=self.scope_from_client)
-
-    def target(self, kwargs: Mapping[str, Any], scope: str) -> tuple[Target, str | None, str]:
-        """The target of a chat call from `scope`, resolved once per deployment and request
-        shape (LiteLLM's provider lookup is most of a short request's fixed cost)."""
-        has_tools, preserved_thinking, template_kept = read.request_facts(kwargs)
-        key: tuple[Any, ...] | None = (
-            *read.deployment_key(kwargs),
-            has_tools,
-            preserved_thinking,
-            template_kept,
-            *self.overrides,
-        )
+    def target(self, facts: CallFacts) -> Target:
+        """The target of a chat call, resolved once per deployment and request shape."""
+        key: tuple[Any, ...] | None = (*facts.target_key, *self.overrides)
         try:
             resolved = self.targets.get(key)
         except TypeError:  # an unhashable input: resolved every time
             resolved, key = None, None
-        if resolved is not None:
-            cached, cached_provider, cached_model = resolved
-            return self.healed(cached, cached_provider, cached_model, scope)
-        provider, bare_model, api_base, names = read.deployment(kwargs)
-        target = resolve_target(
-            provider,
-            bare_model,
-            api_base,
-            has_tools=has_tools,
-            preserved_thinking=preserved_thinking,
-            template_keeps_thinking=template_kept,
-            model_keeps_thinking=read.thinking_cache_preserved_in_model_map(provider, bare_model),
-            names=names,
-            overrides=self.overrides,
-        )
-        if key is not None:
-            self.targets.put(key, (target, provider, bare_model))
-        return self.healed(target, provider, bare_model, scope)
+        if resolved is None:
+            provider, model = facts.provider, facts.model
+            resolved = resolve_target(
+                provider,
+                model,
+                facts.api_base,
+                has_tools=facts.has_tools,
+                preserved_thinking=facts.preserved_thinking,
+                template_keeps_thinking=facts.template_kept,
+                model_keeps_thinking=read.thinking_cache_preserved_in_model_map(provider, model),
+                names=list(facts.names),
+                overrides=self.overrides,
+            )
+            if key is not None:
+                self.targets.put(key, resolved)
+        return self.healed(resolved, facts)
 
-    def responses_target(self, kwargs: Mapping[str, Any]) -> tuple[Target, str | None, str]:
+    def responses_target(self, facts: CallFacts) -> Target:
         """The target of a native Responses call: resolved as the `responses/<model>` model of
         its provider, so overrides and the providers table treat both paths alike."""
-        provider, bare, api_base, names = read.deployment(kwargs)
-        target = resolve_target(
-            provider,
-            RESPONSES_PREFIX + bare,
-            api_base,
-            names=[bare, *names],
+        return resolve_target(
+            facts.provider,
+            RESPONSES_PREFIX + facts.model,
+            facts.api_base,
+            names=[facts.model, *facts.names],
             overrides=self.overrides,
         )
-        return target, provider, bare
 
-    def healed(
-        self, target: Target, provider: str | None, model: str, scope: str
-    ) -> tuple[Target, str | None, str]:
+    def healed(self, target: Target, facts: CallFacts) -> Target:
         """The target, with the policy a refusal of this provider asked for in requests of
         this scope (`refusals`)."""
         if self.healed_policies:
-            policy = self.healed_policies.get((scope, provider, model, target.dialect))
+            key = (facts.scope, facts.provider, facts.model, target.dialect)
+            policy = self.healed_policies.get(key)
             if policy is not None and policy is not target.policy:
                 why = f"{target.why}; the provider refused the previous policy ({policy.value} now)"
                 target = dataclasses.replace(target, policy=policy, why=why)
-        return target, provider, model
+        return target
 
     # ------------------------------------------------------------------ per-call state
 
@@ -407,9 +393,9 @@ class Engine:
 
     # ------------------------------------------------------------------ rendering
 
-    def prepare(self, kwargs: Mapping[str, Any], messages: list[Any]) -> Request:
-        scope = self.scope(kwargs)
-        target, provider, model = self.target(kwargs, scope)
+    def prepare(self, facts: CallFacts, messages: list[Any]) -> Request:
+        scope = facts.scope
+        target = self.target(facts)
         dialect = get_dialect(target.dialect)
         # One pass over the history (reusing what the conversation's earlier request hashed):
         # the digests name this call's reply and the lookups.
@@ -419,12 +405,11 @@ class Engine:
         digests, empty = history.digests, identity.EMPTY_DIGEST
         required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
-            kwargs,
             messages,
             target,
             dialect,
-            provider,
-            model,
+            facts.provider,
+            facts.model,
             scope,
             history.keys_for(wanted),
             {i: digests[i - 1] if i > 0 else empty for i in wanted},
@@ -434,14 +419,14 @@ class Engine:
             LegacyKeys(history if self.legacy_keys_on else None, {}),
             history.anchor(len(messages)),
             history,
-            read.origin(kwargs, provider),
+            (facts.origin, facts.deployment_id),
             required,
         )
 
     def render_flow(
-        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+        self, facts: CallFacts, messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
-        request = self.prepare(kwargs, messages)
+        request = self.prepare(facts, messages)
         target, dialect = request.target, request.dialect
         # The turn's start matters to the budget alone (a scan of the history: not made without).
         budgeted = self.max_reasoning_tokens is not None
@@ -565,14 +550,14 @@ class Engine:
         return unread
 
     async def arender(
-        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+        self, facts: CallFacts, messages: list[Any], state: CallState
     ) -> tuple[Rendered, Target]:
-        return await adrive(self.store, self.render_flow(kwargs, messages, state))
+        return await adrive(self.store, self.render_flow(facts, messages, state))
 
     def render(
-        self, kwargs: Mapping[str, Any], messages: list[Any], state: CallState
+        self, facts: CallFacts, messages: list[Any], state: CallState
     ) -> tuple[Rendered, Target]:
-        return drive(self.store, self.render_flow(kwargs, messages, state))
+        return drive(self.store, self.render_flow(facts, messages, state))
 
     def complete(
         self,
@@ -643,7 +628,7 @@ class Engine:
         )
         self.report.rendered(rendered, request.target.dialect)
         try:
-            self.report.decide(request.kwargs, summarize(rendered, request.target, limited), state)
+            self.report.decide(summarize(rendered, request.target, limited), state)
         except Exception as exc:  # reporting never undoes the rendering
             self.report.fail("reporting the request's decisions", exc)
         return rendered

@@ -45,7 +45,9 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             and previous.capture is not None
             and not previous.capture.responses_input
         )
-        target, provider, model = engine.responses_target(kwargs)
+        facts = engine.facts_of(kwargs)
+        provider, model = facts.provider, facts.model
+        target = engine.responses_target(facts)
         if bridged or target.dialect != "openai_responses":
             kwargs["input"] = without_turn(items)
             return kwargs
@@ -55,7 +57,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             why = f"{target.why}; the client asked for reasoning.context {asked}"
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
-        scope = engine.scope(kwargs)
+        scope = facts.scope
         conversation = core_items.Conversation.of(scope, items)
         start = current_turn_start(items)  # one scan, for the plan, the read and the budget
         keys = core_items.wanted(conversation, target.policy, start)
@@ -74,7 +76,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
                 budget_may_drop=True,
             ),
         )
-        origin = read.origin(kwargs, provider)
+        origin = facts.origin, facts.deployment_id
         stored = engine.of_origin(
             {i: found[key] for i, key in keys.items() if i not in unread and key in found},
             origin[0],
@@ -110,7 +112,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
         engine.report.stats["missing"] += missing
         sent = sum(tokens[i] for i in (*rendered.restored, *own))
         saved = sum(tokens[i] for i in left_out)
-        engine.report.decide(kwargs, summary_of(target, per_item, sent, saved), state)
+        engine.report.decide(summary_of(target, per_item, sent, saved), state)
         engine.conclude(
             state,
             target,

@@ -4,7 +4,8 @@ scope, its credential fingerprint and request parameters; and removing `turn` fr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import litellm
@@ -69,10 +70,11 @@ def request_facts(kwargs: Mapping[str, Any]) -> tuple[bool, bool, bool]:
 
 
 def deployment_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Every input of `deployment` (with `request_facts`, what a resolved target depends on)."""
+    """Every input of `deployment`."""
     params = kwargs.get("litellm_params")
     params = params if isinstance(params, dict) else {}
     metadata = kwargs.get("metadata")
+    litellm_metadata = kwargs.get("litellm_metadata")
     return (
         kwargs.get("model"),
         kwargs.get("api_base"),
@@ -80,6 +82,7 @@ def deployment_key(kwargs: Mapping[str, Any]) -> tuple[Any, ...]:
         kwargs.get("custom_llm_provider"),
         params.get("custom_llm_provider"),
         metadata.get("model_group") if isinstance(metadata, dict) else None,
+        litellm_metadata.get("model_group") if isinstance(litellm_metadata, dict) else None,
     )
 
 
@@ -171,6 +174,94 @@ def _credential_values(name: str) -> dict[str, Any]:
         return {}
     values = getattr(credential, "credential_values", None)
     return dict(values) if isinstance(values, dict) else {}
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """What the engine needs of one call's kwargs, read once where a hook receives them: the
+    engine works from this value and never reads kwargs itself."""
+
+    scope: str
+    """The tenant scope (`scope_of`)."""
+    provider: str | None
+    """LiteLLM's provider of the deployment."""
+    model: str
+    """The model without its provider prefix."""
+    api_base: str | None
+    names: tuple[str, ...]
+    """The names overrides may match (`deployment`)."""
+    has_tools: bool
+    preserved_thinking: bool
+    """The provider manages thinking itself (`request_facts`)."""
+    template_kept: bool
+    """The chat template keeps thinking (`request_facts`)."""
+    origin: str
+    """`identity.origin_of` the deployment (`origin`)."""
+    deployment_id: str | None
+    """Its Router id."""
+
+    @property
+    def target_key(self) -> tuple[Any, ...]:
+        """Everything a chat target is resolved from, besides the operator's overrides."""
+        return (
+            self.provider,
+            self.model,
+            self.api_base,
+            self.names,
+            self.has_tools,
+            self.preserved_thinking,
+            self.template_kept,
+        )
+
+
+class FactsReader:
+    """`CallFacts` of a call's kwargs for one callback (its namespace and scope setting). The
+    deployment a call hits is worked out once per distinct deployment inputs: LiteLLM's
+    provider lookup is most of a short request's fixed cost. Bounded (cleared when full); safe
+    to share between threads (single dict operations)."""
+
+    def __init__(self, namespace: str, from_client: bool, max_entries: int = 1024) -> None:
+        self.namespace = namespace
+        self.from_client = from_client
+        self.max_entries = max_entries
+        self._deployments: dict[Hashable, tuple[str | None, str, str | None, tuple[str, ...]]] = {}
+
+    def __call__(self, kwargs: Mapping[str, Any]) -> CallFacts:
+        has_tools, preserved_thinking, template_kept = request_facts(kwargs)
+        provider, model, api_base, names = self.deployment(kwargs)
+        fingerprint, deployment_id = origin(kwargs, provider)
+        return CallFacts(
+            scope_of(kwargs, self.namespace, from_client=self.from_client),
+            provider,
+            model,
+            api_base,
+            names,
+            has_tools,
+            preserved_thinking,
+            template_kept,
+            fingerprint,
+            deployment_id,
+        )
+
+    def deployment(
+        self, kwargs: Mapping[str, Any]
+    ) -> tuple[str | None, str, str | None, tuple[str, ...]]:
+        """`deployment(kwargs)` (its names a tuple), remembered by its inputs."""
+        key: Hashable = deployment_key(kwargs)
+        try:
+            known = self._deployments.get(key)
+        except TypeError:  # an unhashable input: worked out every time
+            known = None
+            key = None
+        if known is None:
+            provider, model, api_base, names = deployment(kwargs)
+            known = (provider, model, api_base, tuple(names))
+            if key is None:
+                return known
+            if len(self._deployments) >= self.max_entries:
+                self._deployments.clear()
+            self._deployments[key] = known
+        return known
 
 
 def request_param(kwargs: Mapping[str, Any], name: str) -> Any:

@@ -8,7 +8,6 @@ import json
 import logging
 import time
 from collections import Counter
-from collections.abc import Mapping
 from typing import Any
 
 from ..core.decisions import with_summary
@@ -18,7 +17,6 @@ from ..core.render import Rendered
 from ..core.usage import PromptCache
 from . import metrics
 from .calls import CallState, RenderedFor
-from .kwargs import is_sync_details
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -69,25 +67,21 @@ class Reporter:
                 rendered.dropped,
             )
 
-    def decide(self, kwargs: Mapping[str, Any], summary: dict[str, Any], state: CallState) -> None:
-        """Make one request's decisions visible: Prometheus, one DEBUG line, and LiteLLM's
-        logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
+    def decide(self, summary: dict[str, Any], state: CallState) -> None:
+        """Make one request's decisions visible: Prometheus, one DEBUG line, and (by
+        `attach_decisions`) LiteLLM's logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
         metrics.record(summary)
         self.stats["reasoning_tokens_sent"] += summary["reasoning_tokens"]["sent"]
         self.stats["reasoning_tokens_saved"] += summary["reasoning_tokens"]["saved"]
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
-        params = kwargs.get("litellm_params")
-        if isinstance(params, dict) and is_sync_details(kwargs):
-            attach_summary(params, summary)
-            state.reported = summary
-            return
         state.summary = summary
 
     @staticmethod
     def attach_decisions(kwargs: Any, state: CallState) -> None:
-        """Async paths: put the rendered call's summary on LiteLLM's logging metadata, which
-        exists by `log_pre_api_call` (the deployment hook's `metadata` is not that dict)."""
+        """Put the rendered call's summary on LiteLLM's logging metadata: the sync path's
+        logging details once rendered; async paths by `log_pre_api_call`, where it exists (the
+        deployment hook's `metadata` is not that dict)."""
         summary, state.summary = state.summary, None
         params = kwargs.get("litellm_params")
         if summary is not None and isinstance(params, dict):

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Any
 import litellm
 
 from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.render import Rendered
+from ..core.targets import Target
 from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect
 from ..wire.anthropic import body as claude
@@ -27,7 +29,7 @@ from ..wire.gemini import is_gemini, placeholders_for
 from . import refusals
 from .calls import LAYOUT_PATCH, CallState, state_in
 from .fallback import fail_open
-from .kwargs import thinking_default_in_model_map
+from .kwargs import is_sync_details, thinking_default_in_model_map
 from .reporting import Reporter
 
 if TYPE_CHECKING:
@@ -94,7 +96,7 @@ def render_before_build(
         return None
     state = engine.start(details)
     try:
-        rendered, target = engine.render(details, messages, state)
+        rendered, target = render_details(engine, details, messages, state)
     except Exception as exc:
         engine.report.fail("rendering the request", exc)
         state.handled = True
@@ -102,6 +104,17 @@ def render_before_build(
         return without_turn(messages)
     params = optional_params if isinstance(optional_params, dict) else {}
     return settle(engine, state, target.dialect, rendered.messages, [details, params], params)
+
+
+def render_details(
+    engine: Engine, details: dict[str, Any], messages: list[Any], state: CallState
+) -> tuple[Rendered, Target]:
+    """The chat flow on the sync path, whose kwargs are LiteLLM's logging details: rendered,
+    and its decisions put on their logging metadata at once (no `log_pre_api_call` follows)."""
+    rendered, target = engine.render(engine.facts_of(details), messages, state)
+    if is_sync_details(details) and isinstance(details.get("litellm_params"), dict):
+        engine.report.attach_decisions(details, state)
+    return rendered, target
 
 
 def settle(
@@ -175,7 +188,7 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
         raise TypeError("no messages to render")
     state = engine.start(kwargs)
     state.sent = True
-    rendered, target = engine.render(kwargs, messages, state)
+    rendered, target = render_details(engine, kwargs, messages, state)
     dialect = get_dialect(target.dialect)
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
@@ -207,7 +220,7 @@ def _render_gemini(
         raise TypeError("no messages to render")
     state = engine.start(kwargs)
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
-    rendered, target = engine.render(kwargs, messages, state)
+    rendered, target = render_details(engine, kwargs, messages, state)
     dialect = get_dialect(target.dialect)
     if not is_gemini(dialect) or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)

@@ -1069,7 +1069,7 @@ def test_litellms_model_map_says_which_claude_keeps_its_thinking() -> None:
 
     def policy(model: str) -> str:
         kwargs = {"model": f"anthropic/{model}", "api_key": "k", "messages": []}
-        return engine.target(kwargs, "scope")[0].policy.value
+        return engine.target(engine.facts_of(kwargs)).policy.value
 
     assert policy(kept) == "all_turns"
     assert policy(unknown) == "current_turn"

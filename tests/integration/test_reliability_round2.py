@@ -438,7 +438,8 @@ async def test_scope_from_client_off_ignores_client_chosen_user_and_namespace(
         litellm.logging_callback_manager._reset_all_callbacks()
     assert _assistant_reasoning(upstream.bodies(model)[-1]) == ["R"]
     assert (
-        callback.engine.scope({"user": "u2", "metadata": {"reasoning_namespace": "x"}}) == "ns=gw"
+        callback.engine.facts_of({"user": "u2", "metadata": {"reasoning_namespace": "x"}}).scope
+        == "ns=gw"
     )
 
 

@@ -69,7 +69,8 @@ async def test_what_a_request_restores_from_a_key_two_conversations_may_share(
     messages = _history("z")
     params = {"model": f"moonshot/{model}", "api_base": upstream.base_url, "api_key": "k"}
     try:
-        request = callback.engine.prepare({**params, "tools": [TOOL]}, messages)
+        facts = callback.engine.facts_of({**params, "tools": [TOOL]})
+        request = callback.engine.prepare(facts, messages)
         key, before = request.keys[4], request.before[4]
         under_key = {
             "mine": _record("mine at the key", SHARED + before),
