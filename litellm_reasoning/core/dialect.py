@@ -58,6 +58,10 @@ class Dialect(Protocol):
     """True when the target refuses an assistant message it wants reasoning on without it."""
     has_tool_loop_rule: ClassVar[bool]
     """True when `validity_start` can require reasoning (an open tool loop's)."""
+    input_items: ClassVar[bool]
+    """True when the target takes OpenAI Responses input items: a native Responses call is
+    rendered item by item, and a chat call's reply comes back through LiteLLM's Responses
+    bridge (captured as items)."""
     streams_details_apart: ClassVar[bool]
     """True when LiteLLM drops a streamed reply's `reasoning_details` from the chunks of an
     OpenAI-compatible stream: they are merged from the raw deltas for the capture."""

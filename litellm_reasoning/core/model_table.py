@@ -40,6 +40,9 @@ class ProviderRule:
     """A different policy when the request has the provider decide which earlier thinking it
     keeps (Z.ai `thinking: {"clear_thinking": false}`, Claude context editing
     `clear_thinking_20251015`; `policy.provider_manages_thinking`)."""
+    target: str = ""
+    """How the providers table in the docs names what the row matches (default: its provider,
+    models and api_bases)."""
     preserved_by_model_map: bool = False
     """LiteLLM's model map may say this row's model keeps earlier thinking in its context
     (`supports_thinking_cache_preservation`): then `policy_with_preserved_thinking` applies."""
@@ -69,6 +72,7 @@ _ROW_KEYS = frozenset(
         "why",
         "source",
         "strip",
+        "target",
     }
 )
 
@@ -99,6 +103,7 @@ def _rule(raw: dict[str, Any]) -> ProviderRule:
         ),
         strip=strip,
         preserved_by_model_map=raw.get("preserved_by_model_map") is True,
+        target=raw.get("target", ""),
     )
     for name in (rule.dialect, rule.dialect_with_tools):
         if name is not None:
@@ -130,6 +135,11 @@ DIALECT_NAMES: frozenset[str] = frozenset(json.loads(_SHIPPED_TEXT)["dialects"])
 """Every dialect the adapters register, as the shipped table lists them (its `dialects`): a new
 provider's adapter and its rows are one change of this data (`wire` checks that it registers
 exactly these)."""
+
+
+TEMPLATE_DIALECTS: frozenset[str] = frozenset(json.loads(_SHIPPED_TEXT)["chat_template_dialects"])
+"""Dialects whose server renders a chat template (what `chat_template_kwargs` speaks to), as
+the shipped table lists them."""
 
 
 def check_dialect_name(name: str) -> str:

@@ -9,12 +9,10 @@ changes what an unknown target receives.
 from __future__ import annotations
 
 import fnmatch
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from urllib.parse import urlparse
 
-from .model_table import ProviderRule, check_dialect_name, shipped_rules
+from .model_table import TEMPLATE_DIALECTS, ProviderRule, check_dialect_name, shipped_rules
 from .policy import StripRule, TurnPolicy
 
 
@@ -35,31 +33,6 @@ class Target:
 
 PROVIDER_RULES: tuple[ProviderRule, ...] = shipped_rules()
 """The shipped table (`data/model_table.json`), in match order."""
-
-
-OPENAI_HOSTS = ("api.openai.com",)
-_OFFICIAL_OPENAI_MODEL = re.compile(r"^(gpt-(?!oss)|o\d|chatgpt-|codex-)", re.IGNORECASE)
-"""Official OpenAI chat models; `gpt-oss` is open-weight and served by others with reasoning."""
-
-
-RESPONSES_PREFIX = "responses/"
-"""LiteLLM's model prefix for OpenAI's Responses API (`openai/responses/<model>`); the callback
-resolves native `responses` calls as this model too."""
-RESPONSES_WHY = (
-    "encrypted reasoning items before the item they preceded, `include` "
-    "reasoning.encrypted_content added; earlier turns kept (older models ignore them, GPT-5.6+ "
-    "use them, the cached prefix stays the same); OpenAI-issued only"
-)
-
-
-def _is_openai_itself(model: str, api_base: str | None) -> bool:
-    if not api_base:
-        return True
-    host = urlparse(api_base).hostname or ""
-    if host in OPENAI_HOSTS:
-        return True
-    # A gateway in front of OpenAI still reaches OpenAI's own models.
-    return bool(_OFFICIAL_OPENAI_MODEL.match(model.rsplit("/", 1)[-1]))
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,10 +92,6 @@ def resolve_target(
     return target
 
 
-TEMPLATE_DIALECTS = frozenset({"openai_chat", "openai_chat_reasoning", "openai_chat_required"})
-"""Targets whose server renders a chat template (what `chat_template_kwargs` speaks to)."""
-
-
 def _default_target(
     provider: str,
     model: str,
@@ -131,16 +100,7 @@ def _default_target(
     preserved_thinking: bool,
     model_keeps_thinking: bool = False,
 ) -> Target:
-    if provider == "openai" and model.startswith(RESPONSES_PREFIX):
-        return Target("openai_responses", TurnPolicy.ALL_TURNS, RESPONSES_WHY)
-    if provider == "openai" and _is_openai_itself(model, api_base):
-        return Target("no_reasoning", TurnPolicy.NONE, "OpenAI chat takes no reasoning back")
     rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model, api_base)), None)
-    if rule is None and provider in ("openai", "custom_openai", "openai_like"):
-        # Only a model family reached through an OpenAI-compatible route has rows of its own.
-        return Target(
-            "openai_chat", TurnPolicy.CURRENT_TURN, "OpenAI-compatible server: reasoning_content"
-        )
     if rule is None:
         return Target(
             "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"
@@ -177,27 +137,7 @@ def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Overrid
 
 def providers_markdown() -> str:
     """The supported-providers table `docs/providers.md` shows (a test keeps it in step)."""
-    rows = [
-        (
-            "`openai/` on api.openai.com, or an official OpenAI model name",
-            "no_reasoning",
-            "none",
-            "OpenAI chat takes no reasoning back",
-        ),
-        (
-            "`openai/responses/` (chat bridge) and `responses` / `aresponses` to `openai/`",
-            "openai_responses",
-            "all_turns",
-            RESPONSES_WHY
-            + " ([source](https://cookbook.openai.com/examples/responses_api/reasoning_items))",
-        ),
-        (
-            "`openai/`, `custom_openai/`, `openai_like/` at another api_base",
-            "openai_chat",
-            "current_turn",
-            "OpenAI-compatible server (SGLang, LM Studio, llama.cpp …): reasoning_content",
-        ),
-    ]
+    rows = []
     for rule in PROVIDER_RULES:
         policy = rule.policy.value
         if rule.policy_with_tools:
@@ -213,10 +153,10 @@ def providers_markdown() -> str:
         dialect = rule.dialect
         if rule.dialect_with_tools:
             dialect += f" (with tools: {rule.dialect_with_tools})"
-        target = f"`{rule.provider}/`" + (
+        target = rule.target or f"`{rule.provider}/`" + (
             f" models matching `{rule.models}`" if rule.models else ""
         )
-        if rule.api_bases:
+        if rule.api_bases and not rule.target:
             target += f" at an api_base matching `{rule.api_bases}`"
         why = f"{rule.why} ([source]({rule.source}))" if rule.source else rule.why
         rows.append((target, dialect, policy, why))

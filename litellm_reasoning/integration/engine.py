@@ -28,7 +28,7 @@ from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning, tokens_of_chars
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.shared_keys import Reading, exact_key, reading
-from ..core.targets import RESPONSES_PREFIX, Override, Target, resolve_target
+from ..core.targets import Override, Target, resolve_target
 from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import History, PrefixCache
@@ -167,17 +167,6 @@ class Engine:
             if key is not None:
                 self.targets.put(key, resolved)
         return self.healed(resolved, facts)
-
-    def responses_target(self, facts: CallFacts) -> Target:
-        """The target of a native Responses call: resolved as the `responses/<model>` model of
-        its provider, so overrides and the providers table treat both paths alike."""
-        return resolve_target(
-            facts.provider,
-            RESPONSES_PREFIX + facts.model,
-            facts.api_base,
-            names=[facts.model, *facts.names],
-            overrides=self.overrides,
-        )
 
     def healed(self, target: Target, facts: CallFacts) -> Target:
         """The target, with the policy a refusal of this provider asked for in requests of
@@ -620,7 +609,7 @@ class Engine:
                 request.provider,
                 request.model,
                 anchor=request.anchor,
-                bridged=request.target.dialect == "openai_responses",
+                bridged=request.dialect.input_items,
                 origin=request.origin[0],
                 deployment=request.origin[1],
                 continues_prefill=continues_prefill(request.messages),

@@ -10,9 +10,12 @@ from ..core.decisions import summary_of
 from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
+from ..core.targets import resolve_target
 from ..core.turns import current_turn_start, without_turn
+from ..wire import get_dialect
 from ..wire.openai_responses import input_items
 from ..wire.openai_responses.dialect import (
+    CHAT_BRIDGE_PREFIX,
     ask_for_encrypted_content,
     asked_reasoning_context,
     policy_for_context,
@@ -47,8 +50,16 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
         )
         facts = engine.facts_of(kwargs)
         provider, model = facts.provider, facts.model
-        target = engine.responses_target(facts)
-        if bridged or target.dialect != "openai_responses":
+        # Resolved as the `responses/<model>` model of its provider, so overrides and the
+        # table treat the native calls and the chat bridge alike.
+        target = resolve_target(
+            provider,
+            CHAT_BRIDGE_PREFIX + model,
+            facts.api_base,
+            names=[model, *facts.names],
+            overrides=engine.overrides,
+        )
+        if bridged or not get_dialect(target.dialect).input_items:
             kwargs["input"] = without_turn(items)
             return kwargs
         asked = asked_reasoning_context(kwargs)

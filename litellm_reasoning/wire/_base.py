@@ -25,6 +25,7 @@ class BaseDialect:
     requires_reasoning: ClassVar[bool] = False
     has_tool_loop_rule: ClassVar[bool] = False
     streams_details_apart: ClassVar[bool] = False
+    input_items: ClassVar[bool] = False
 
     def accepts(self, reasoning: Reasoning) -> bool:
         return True

@@ -80,6 +80,12 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
         "any",
     ),
     ("openai", "qwen3-32b", False, False, "openai_chat", "current_turn", "any"),
+    ("custom_openai", "llama-4", False, False, "openai_chat", "current_turn", "any"),
+    ("openai_like", "llama-4", True, False, "openai_chat", "current_turn", "any"),
+    # OpenAI itself: its chat API takes no reasoning back (an official model name behind a
+    # gateway too); its Responses API through LiteLLM's chat bridge takes encrypted items.
+    ("openai", "gpt-5.5", True, False, "no_reasoning", "none", "any"),
+    ("openai", "responses/gpt-5.5", True, False, "openai_responses", "all_turns", "any"),
     # Bedrock's other models refuse signed reasoningContent; DeepSeek-R1 there any reasoning.
     ("bedrock", "us.amazon.nova-2-lite-v1:0", True, False, "no_reasoning", "none", "any"),
     ("bedrock", "us.deepseek.r1-v1:0", False, False, "no_reasoning", "none", "any"),
@@ -293,6 +299,9 @@ API_BASE_CASES = [
     # Z.ai's Coding Plan endpoint keeps earlier thinking by default: every turn's.
     ("zai", "glm-5.3", "https://api.z.ai/api/coding/paas/v4", True, "openai_chat", "all_turns"),
     ("zai", "glm-5.3", "https://api.z.ai/api/paas/v4", True, "openai_chat", "current_turn"),
+    # `openai/` on OpenAI's own endpoint (or none: LiteLLM's default) is OpenAI itself.
+    ("openai", "deepseek-v4", "https://api.openai.com/v1", True, "no_reasoning", "none"),
+    ("openai", "deepseek-v4", None, True, "no_reasoning", "none"),
 ]
 """(provider, model, api_base, tools, dialect, policy): rows that depend on the endpoint."""
 
@@ -301,10 +310,16 @@ API_BASE_CASES = [
     ("provider", "model", "api_base", "tools", "dialect", "policy"), API_BASE_CASES
 )
 def test_rows_for_an_endpoint(
-    provider: str, model: str, api_base: str, tools: bool, dialect: str, policy: str
+    provider: str, model: str, api_base: str | None, tools: bool, dialect: str, policy: str
 ) -> None:
     target = resolve_target(provider, model, api_base, has_tools=tools)
     assert (target.dialect, target.policy.value) == (dialect, policy)
+
+
+def _table_api_base(provider: str) -> str | None:
+    """The endpoint TABLE_CASES are resolved at: `openai/` without an api_base is OpenAI
+    itself; the family rows are for other servers."""
+    return "http://127.0.0.1:8000/v1" if provider == "openai" else None
 
 
 def _row_index(provider: str, model: str, api_base: str | None = None) -> int | None:
@@ -324,15 +339,15 @@ def _row_index(provider: str, model: str, api_base: str | None = None) -> int | 
 def test_each_row_gives_the_rule(
     provider: str, model: str, tools: bool, managed: bool, dialect: str, policy: str, strip: str
 ) -> None:
-    # `openai/` without an api_base is OpenAI itself; the family rows are for other servers.
-    api_base = "http://127.0.0.1:8000/v1" if provider == "openai" else None
-    target = resolve_target(provider, model, api_base, has_tools=tools, preserved_thinking=managed)
+    target = resolve_target(
+        provider, model, _table_api_base(provider), has_tools=tools, preserved_thinking=managed
+    )
     assert (target.dialect, target.policy.value, target.strip) == (dialect, policy, strip)
 
 
 def test_every_row_has_a_case() -> None:
     """A new row without a case here fails: each row's behaviour is pinned by the rules."""
-    hit = {_row_index(provider, model) for provider, model, *_ in TABLE_CASES}
+    hit = {_row_index(p, model, _table_api_base(p)) for p, model, *_ in TABLE_CASES}
     hit |= {_row_index(provider, model, base) for provider, model, base, *_ in API_BASE_CASES}
     missing = [
         f"{rule.provider} {rule.models or ''}".strip()

@@ -1,7 +1,12 @@
 """Each provider's knowledge lives in its adapter (`litellm_reasoning/wire/`): a provider's
 name used in code (a string, a name, an attribute, an import; docstrings and comments do not
 count) outside the adapters fails this test, except in the few modules listed with the reason
-they need one."""
+they need one.
+
+OpenAI counts as a provider like any other (its name, its dialects' names, LiteLLM's
+`responses/` model route to its Responses API). The Responses *format* does not: LiteLLM serves
+`responses` / `aresponses` for every provider, an entry point like chat and `/v1/messages`, so the
+integration layer names it where it dispatches and captures calls."""
 
 from __future__ import annotations
 
@@ -18,7 +23,7 @@ pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 PACKAGE = Path(litellm_reasoning.__file__).resolve().parent
 PROVIDER = re.compile(
     r"anthropic|claude|bedrock|vertex|gemini|openrouter|deepseek|mistral|ollama|kimi|moonshot"
-    r"|qwen|dashscope|minimax|fireworks|zai\b|glm",
+    r"|qwen|dashscope|minimax|fireworks|zai\b|glm|openai|(^|/)responses/",
     re.IGNORECASE,
 )
 ALLOWED = {
@@ -30,7 +35,7 @@ ALLOWED = {
     "integration/kwargs.py": "LiteLLM's own parameter and call-type names (vertex_project, "
     "aws_bedrock_runtime_endpoint, anthropic_messages)",
     "integration/blocks_format.py": "the Anthropic-format entry point (/v1/messages) itself",
-    "integration/patches.py": "patches of LiteLLM's own Bedrock and OpenRouter classes",
+    "integration/patches.py": "patches of LiteLLM's own Bedrock, OpenRouter and OpenAI classes",
     "integration/sync_body.py": "calls LiteLLM's own Gemini converter (only this layer may)",
 }
 
@@ -83,10 +88,11 @@ def test_the_check_sees_names_in_code_and_not_in_docstrings(tmp_path: Path) -> N
         "def f():\n"
         '    """Also Bedrock."""\n'
         '    return "deepseek"\n'
-        "x = Kimi\n",
+        "x = Kimi\n"
+        'y = {"openai_responses": "responses/", "responses_input": RESPONSES_CALL_TYPES}\n',
         "utf-8",
     )
-    assert sorted(_names_in_code(sample)) == ["Kimi", "deepseek"]
+    assert sorted(_names_in_code(sample)) == ["Kimi", "deepseek", "openai_responses", "responses/"]
 
 
 def test_every_allowed_module_exists_and_still_needs_its_exception() -> None:

@@ -33,6 +33,10 @@ from ...core.policy import TurnPolicy
 from ...core.reasoning import Reasoning, ReasoningPart
 from .._base import BaseDialect, strip_reasoning
 
+CHAT_BRIDGE_PREFIX = "responses/"
+"""LiteLLM's model prefix for OpenAI's Responses API (`openai/responses/<model>`); a native
+`responses` call to `<provider>/<model>` is resolved as this model of its provider too."""
+
 ENCRYPTED_INCLUDE = "reasoning.encrypted_content"
 """The `include` value that makes the Responses API return `encrypted_content`."""
 
@@ -174,6 +178,7 @@ class ResponsesItemsDialect(BaseDialect):
 
     name: ClassVar[str] = "openai_responses"
     prefers_opaque: ClassVar[bool] = True
+    input_items: ClassVar[bool] = True
 
     def prepare_request(self, params: dict[str, Any], model: str, policy: TurnPolicy) -> None:
         # The bridge's reply carries its reasoning back only as encrypted items, asked for.
