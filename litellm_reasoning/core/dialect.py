@@ -6,6 +6,7 @@ core only ever sees them through this protocol."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -32,6 +33,21 @@ class Finished:
     """Messages whose first function call got the signature the client kept in its id."""
     dummy_signed: list[int] = field(default_factory=list)
     """Messages whose first function call got the provider's documented dummy signature."""
+    messages: list[Any] | None = None
+    """The rendered messages as the dialect finished them (None: unchanged)."""
+    reordered: list[int] = field(default_factory=list)
+    """Kept messages whose blocks go in the issued order, not the client's (`Rendered`)."""
+
+    def applied_to(self, rendered: Rendered) -> Rendered:
+        """`rendered` as finished (a new value; `rendered` itself unchanged)."""
+        if self.messages is None and not self.reordered:
+            return rendered
+        finished: Rendered = dataclasses.replace(
+            rendered,
+            messages=rendered.messages if self.messages is None else self.messages,
+            reordered=self.reordered,
+        )
+        return finished
 
 
 class Dialect(Protocol):

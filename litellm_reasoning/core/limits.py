@@ -7,6 +7,7 @@ loop (which Claude, DeepSeek, Kimi and Gemini require) is never touched.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -66,7 +67,7 @@ class RecordCounts:
     ) -> None:
         self.stored = stored
         self.owns = owns
-        self.restored = set(restored)  # taken now: the limits take indices out of the list
+        self.restored = set(restored)  # as rendered, before the limits
 
     def counts(self, indices: Sequence[int]) -> list[int]:
         stored, owns, restored = self.stored, self.owns, self.restored
@@ -163,8 +164,9 @@ def apply_limits(
     counted: TokenCounts | None = None,
     assistant: Sequence[int] | None = None,
     unread: Mapping[int, int] | None = None,
-) -> Limited:
-    """Leave out what the budget and the strip rule require; update `rendered` in place.
+) -> tuple[Rendered, Limited]:
+    """Leave out what the budget and the strip rule require: `rendered` as sent (a new value
+    where anything was left out; `rendered` itself unchanged) and what was decided.
 
     `leading_run`: whatever is left out must be the oldest blocks. A message the policy does
     not keep counts as left out (whether or not the client still had its block), so every kept
@@ -173,8 +175,8 @@ def apply_limits(
     `reasoning_of` holds the reasoning of every kept and stripped index (what was sent, what
     the policy removed), counted with `count`; or `counted` counts them (see `TokenMemo`).
     Only what the budget and the summary's sums need is counted. `assistant`:
-    `render.assistant_indices(messages)` when the caller has it. Indices moved out of `kept` go
-    to `rendered.stripped` (strip rule) or `Limited.over_budget` (budget). `unread`: the
+    `render.assistant_indices(messages)` when the caller has it. Indices taken out of `kept` go
+    to `stripped` (strip rule) or `Limited.over_budget` (budget). `unread`: the
     records `unread_over_budget` left unread (index -> tokens): counted in the budget as if
     they were kept, and over it whatever the rest holds.
     """
@@ -183,7 +185,7 @@ def apply_limits(
     limited = Limited()
     unread = unread or {}
     if not dialect.passthrough:
-        _limit(
+        rendered = _limit(
             rendered,
             messages,
             dialect,
@@ -199,7 +201,7 @@ def apply_limits(
     # `tokens` holds every index the budget left out (unread ones included).
     over_tokens = sum(limited.tokens.get(i, 0) for i in limited.over_budget)
     limited.saved = counted.total(rendered.stripped) + over_tokens
-    return limited
+    return rendered, limited
 
 
 def _limit(
@@ -213,9 +215,9 @@ def _limit(
     max_tokens: int | None,
     assistant: Sequence[int] | None,
     unread: Mapping[int, int],
-) -> None:
+) -> Rendered:
     if max_tokens is None and strip != "leading_run":
-        return
+        return rendered
     skipped: list[int] = []
     if strip == "leading_run":
         # Every message the policy does not keep may have had a block (a client that dropped
@@ -250,25 +252,32 @@ def _limit(
     )
     limited.over_budget = left.over_budget
     if unread and max_tokens is not None:  # not read: over the budget, not missing
-        rendered.missing[:] = [i for i in rendered.missing if i not in unread]
-    _leave_out(rendered, messages, dialect, limited.over_budget)
+        missing = [i for i in rendered.missing if i not in unread]
+        if len(missing) != len(rendered.missing):
+            rendered = dataclasses.replace(rendered, missing=missing)
+    rendered = _leave_out(rendered, messages, dialect, limited.over_budget)
     if strip == "leading_run":
         limited.leading_run = left.leading_run
-        _leave_out(rendered, messages, dialect, limited.leading_run)
-        rendered.stripped.extend(limited.leading_run)
-        rendered.stripped.sort()
+        rendered = _leave_out(rendered, messages, dialect, limited.leading_run)
+        if limited.leading_run:
+            stripped = sorted([*rendered.stripped, *limited.leading_run])
+            rendered = dataclasses.replace(rendered, stripped=stripped)
+    return rendered
 
 
 def _leave_out(
     rendered: Rendered, messages: Sequence[Any], dialect: Dialect, indices: Sequence[int]
-) -> None:
-    """Render `indices` with no reasoning and take them out of `kept` / `restored`."""
+) -> Rendered:
+    """`rendered` with `indices` rendered with no reasoning and out of `kept` / `restored`."""
     if not indices:
-        return
+        return rendered
     gone = set(indices)
+    out = list(rendered.messages)
     for index in indices:
-        message = messages[index]
-        base = item_without_turn(message)
-        rendered.messages[index] = dialect.render(base, None)
-    rendered.kept[:] = [i for i in rendered.kept if i not in gone]
-    rendered.restored[:] = [i for i in rendered.restored if i not in gone]
+        out[index] = dialect.render(item_without_turn(messages[index]), None)
+    return dataclasses.replace(
+        rendered,
+        messages=out,
+        kept=[i for i in rendered.kept if i not in gone],
+        restored=[i for i in rendered.restored if i not in gone],
+    )

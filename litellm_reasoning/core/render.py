@@ -25,9 +25,11 @@ from .reasoning import Reasoning
 from .turns import carries_turn, current_turn_start, item_without_turn
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Rendered:
-    """The messages for the wire and what happened to each assistant message's reasoning."""
+    """The messages for the wire and what happened to each assistant message's reasoning.
+    Never changed once `render` made it: the adapter's `finish` and the limits return new
+    values (`Finished.applied_to`, `limits.apply_limits`)."""
 
     messages: list[Any]
     turn_start: int

@@ -582,6 +582,7 @@ class Engine:
             bare=history.bare if history is not None else None,
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
+        rendered = finished.applied_to(rendered)
         state.layouts = finished.layouts
         if finished.signed_from_ids or finished.dummy_signed:
             self.report.stats["dummy_signatures"] += len(finished.dummy_signed)
@@ -595,7 +596,7 @@ class Engine:
             )
         if history is not None:
             self.histories.remember(history)
-        limited = self._limit(request, rendered, stored, unread)
+        rendered, limited = self._limit(request, rendered, stored, unread)
         self.conclude(
             state,
             request.target,
@@ -642,7 +643,7 @@ class Engine:
         rendered: Rendered,
         stored: Mapping[int, Reasoning],
         unread: Mapping[int, int] | None,
-    ) -> Limited:
+    ) -> tuple[Rendered, Limited]:
         """The provider's strip rule and the budget, after the policy."""
         history = request.history
         counted: TokenCounts
@@ -650,7 +651,7 @@ class Engine:
             counted = RecordCounts(stored, request.owns, rendered.restored)
         else:
             counted = self._memo_counts(request, rendered, stored)
-        limited = apply_limits(
+        rendered, limited = apply_limits(
             rendered,
             request.messages,
             request.dialect,
@@ -662,13 +663,13 @@ class Engine:
             unread=unread,
         )
         self.report.stats["over_budget"] += len(limited.over_budget)
-        return limited
+        return rendered, limited
 
     def _memo_counts(
         self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
     ) -> TokenCounts:
         """Counts by an operator's own counter, remembered per render recipe."""
-        restored_as_rendered = list(rendered.restored)  # the limits take indices out of it
+        restored_as_rendered = rendered.restored
         restored: set[int] = set()
 
         def reasoning_at(index: int) -> Reasoning | None:

@@ -135,13 +135,13 @@ class GeminiDialect(BaseDialect):
         current-turn step whose first function call is unsigned (a call another provider made
         before a switch, a store miss): it gets the signature the client kept in the call's
         id, or the documented dummy."""
-        rendered.messages = clean_tool_results(rendered.messages)
+        messages = clean_tool_results(rendered.messages)
         if not requires_signed_calls(model):
-            return Finished()
-        rendered.messages, from_ids, dummies = sign_current_steps(
-            sent, rendered.messages, rendered.turn_start, rendered.missing
+            return Finished(messages=messages)
+        messages, from_ids, dummies = sign_current_steps(
+            sent, messages, rendered.turn_start, rendered.missing
         )
-        return Finished(signed_from_ids=from_ids, dummy_signed=dummies)
+        return Finished(signed_from_ids=from_ids, dummy_signed=dummies, messages=messages)
 
 
 def _call_index(calls: list[Any], where: dict[str, Any]) -> int | None:

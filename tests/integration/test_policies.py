@@ -449,16 +449,19 @@ def test_bound_claude_only_ever_loses_a_leading_run() -> None:
     request answers, stays."""
     history = _claude_history()
     dialect = get_dialect("anthropic")
-    rendered = render(history, dialect, TurnPolicy.TOOL_CALLS_ALL_TURNS)
+    as_rendered = render(history, dialect, TurnPolicy.TOOL_CALLS_ALL_TURNS)
     owns = _owns(history)
-    limited = apply_limits(
-        rendered,
+    rendered, limited = apply_limits(
+        as_rendered,
         history,
         dialect,
         TurnPolicy.TOOL_CALLS_ALL_TURNS,
-        {i: owns[i] for i in (*rendered.kept, *rendered.stripped)},
+        {i: owns[i] for i in (*as_rendered.kept, *as_rendered.stripped)},
         strip="leading_run",
     )
+    # A new value: what `render` made is left as it was.
+    assert as_rendered == render(history, dialect, TurnPolicy.TOOL_CALLS_ALL_TURNS)
+    assert as_rendered.kept == [3, 7]
     assert limited.leading_run == [3]
     assert rendered.kept == [7]
     assert rendered.stripped == [1, 3, 5]
@@ -479,7 +482,7 @@ def test_budget_drops_oldest_earlier_turns_first_never_the_current_turn() -> Non
     each = estimate_tokens(owns[1])
     assert each == estimate_tokens(owns[3]) == estimate_tokens(owns[7])
     rendered = render(history, dialect, TurnPolicy.ALL_TURNS)
-    limited = apply_limits(
+    rendered, limited = apply_limits(
         rendered,
         history,
         dialect,
@@ -492,7 +495,9 @@ def test_budget_drops_oldest_earlier_turns_first_never_the_current_turn() -> Non
     assert rendered.kept == [5, 7]
     # A budget below the current turn's own reasoning: earlier turns go, the tool loop stays.
     rendered = render(history, dialect, TurnPolicy.ALL_TURNS)
-    limited = apply_limits(rendered, history, dialect, TurnPolicy.ALL_TURNS, owns, max_tokens=0)
+    rendered, limited = apply_limits(
+        rendered, history, dialect, TurnPolicy.ALL_TURNS, owns, max_tokens=0
+    )
     assert limited.over_budget == [1, 3, 5]
     assert rendered.kept == [7]
 
@@ -521,7 +526,7 @@ def test_budget_never_drops_what_kimi_requires() -> None:
     dialect = get_dialect("openai_chat")
     rendered = render(history, dialect, TurnPolicy.TOOL_CALLS_ALL_TURNS)
     owns = _owns(history)
-    limited = apply_limits(
+    rendered, limited = apply_limits(
         rendered, history, dialect, TurnPolicy.TOOL_CALLS_ALL_TURNS, owns, max_tokens=0
     )
     assert limited.over_budget == []
@@ -535,7 +540,7 @@ def test_budget_on_deepseek_with_tools_sends_the_empty_field() -> None:
     dialect = get_dialect("openai_chat_required")
     rendered = render(history, dialect, TurnPolicy.ALL_TURNS)
     owns = _owns(history)
-    apply_limits(rendered, history, dialect, TurnPolicy.ALL_TURNS, owns, max_tokens=0)
+    rendered, _ = apply_limits(rendered, history, dialect, TurnPolicy.ALL_TURNS, owns, max_tokens=0)
     assert [m.get("reasoning_content") for m in rendered.messages if m["role"] == "assistant"] == [
         "",
         "",

@@ -39,14 +39,16 @@ def reads_block_order(provider: str | None) -> bool:
 
 def layouts_of(
     sent: Sequence[Any], rendered: Rendered, stored: Mapping[int, Reasoning]
-) -> tuple[dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]], list[int]]:
+) -> tuple[dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]], list[int], list[Any] | None]:
     """For each kept Claude message whose record knows where its blocks stood: the layout and
     its blocks in their original order. A client that kept the blocks gets them in that order
     too (LiteLLM and many clients regroup or reorder them), when they are exactly the recorded
     blocks; those whose order the client's message would not have kept (`sent`: the messages as
-    the client sent them) are listed second ("reordered")."""
+    the client sent them) are listed second ("reordered"); third, the rendered messages with
+    their blocks in that order (None: no message changed; a new list otherwise)."""
     out: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = {}
     reordered: list[int] = []
+    messages: list[Any] | None = None
     restored = set(rendered.restored)
     for index in rendered.kept:
         message = rendered.messages[index]
@@ -64,10 +66,12 @@ def layouts_of(
             continue
         out[index] = found
         if blocks != found[1]:
-            rendered.messages[index] = {**message, "thinking_blocks": found[1]}
+            if messages is None:
+                messages = list(rendered.messages)
+            messages[index] = {**message, "thinking_blocks": found[1]}
         if index not in restored and original and chat_layout(original) != found[0]:
             reordered.append(index)
-    return out, reordered
+    return out, reordered, messages
 
 
 def thinking_left_on(params: Sequence[Any], default: str = THINKING_OFF_BY_DEFAULT) -> bool:

@@ -249,8 +249,8 @@ class AnthropicDialect(BaseDialect):
         (`body.layouts_of`; the provider body is laid out after LiteLLM translated it)."""
         from .body import layouts_of  # the body module builds on this one
 
-        layouts, rendered.reordered = layouts_of(sent, rendered, stored)
-        return Finished(layouts=layouts)
+        layouts, reordered, messages = layouts_of(sent, rendered, stored)
+        return Finished(layouts=layouts, messages=messages, reordered=reordered)
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)
