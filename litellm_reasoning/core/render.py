@@ -209,6 +209,10 @@ class Recipe:
     extra: dict[str, Any]
 
 
+def _has_details(reasoning: Reasoning | None) -> bool:
+    return reasoning is not None and any(part.details for part in reasoning.parts)
+
+
 def _copyable(value: Any, depth: int = 0) -> bool:
     if isinstance(value, _IMMUTABLE):
         return True
@@ -300,7 +304,13 @@ def render(
             # identity first (the memory store hands out the same records): nothing allocated
             or not (
                 (recipe.from_store is from_store and recipe.own is own)
-                or (recipe.from_store == from_store and recipe.own == own)
+                or (
+                    recipe.from_store == from_store
+                    and recipe.own == own
+                    # provider dicts compare equal in any key order, but are sent in theirs
+                    and not _has_details(own)
+                    and not _has_details(from_store)
+                )
             )
         ):
             recipe = None

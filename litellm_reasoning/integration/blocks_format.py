@@ -20,7 +20,7 @@ from ..wire.anthropic.dialect import issued_unsigned
 from . import rust_core
 from .calls import CallState, Capture, details_of
 from .engine import stored_records
-from .fallback import fail_open
+from .fallback import contained, fail_open
 from .flows import Flow, Write, adrive
 
 if TYPE_CHECKING:
@@ -217,7 +217,8 @@ def _decide(
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:
     """One chunk of a `/v1/messages` stream: at `message_stop` (before the client has that
     event) the reply is captured from the SSE text received."""
-    try:
+    read = False
+    with contained(engine.report.fail, "reading a /v1/messages stream"):
         if state.captured or not state.messages_format:
             return
         text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
@@ -231,10 +232,8 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
             if content is not None
             else (None, None)
         )
-    except Exception as exc:
-        engine.report.fail("reading a /v1/messages stream", exc)
-        return
-    if content is not None:
+        read = True
+    if read and content is not None:
         yield from capture(engine, state, content, usage, model)
 
 
@@ -244,12 +243,10 @@ def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     raw, state.raw_sse = state.raw_sse, None
     content = usage = model = None
     if raw is not None and not state.captured:
-        try:
+        with contained(engine.report.fail, "reading a /v1/messages stream"):
             text = b"".join(raw).decode("utf-8", "replace")
             content = anthropic_messages.content_of_stream(text)
             usage, model = anthropic_messages.usage_and_model_of_stream(text)
-        except Exception as exc:
-            engine.report.fail("reading a /v1/messages stream", exc)
     if content is None:  # nothing whole to keep (a cut stream), or captured already
         state.claim(engine)
         engine.pending.close(state.id)
@@ -268,28 +265,31 @@ def capture(
         return
     call = state.claim(engine)
     try:
-        if call is not None:
-            engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
-        if call is None or not call.messages_format or call.continues_prefill:
-            return
-        answered = model if isinstance(model, str) and model else call.model
-        record = anthropic_messages.record_of_reply(content, provider=call.provider, model=answered)
-        if record is None:
-            return
-        record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
-        message = {"role": "assistant", "content": content}
-        key = blocks.message_key(call.scope, call.digest, message, call.anchor)
-        previous = blocks.previous_message_key(call.scope, message)
-        # A tool-use key two conversations can share: the record says whose it is.
-        placed = (
-            record if previous is None else dataclasses.replace(record, conversation=call.digest)
-        )
-        records = {key: placed}
-        if previous is not None and engine.legacy_keys_on:  # for 0.3.0 replicas
-            records[previous] = dataclasses.replace(record, superseded=True)
-        yield Write(call.scope, records)
-        engine.report.stats["captured"] += 1
-    except Exception as exc:
-        engine.report.fail("capturing the Anthropic-format reply", exc)
+        with contained(engine.report.fail, "capturing the Anthropic-format reply"):
+            if call is not None:
+                engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
+            if call is None or not call.messages_format or call.continues_prefill:
+                return
+            answered = model if isinstance(model, str) and model else call.model
+            record = anthropic_messages.record_of_reply(
+                content, provider=call.provider, model=answered
+            )
+            if record is None:
+                return
+            record = dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
+            message = {"role": "assistant", "content": content}
+            key = blocks.message_key(call.scope, call.digest, message, call.anchor)
+            previous = blocks.previous_message_key(call.scope, message)
+            # A tool-use key two conversations can share: the record says whose it is.
+            placed = (
+                record
+                if previous is None
+                else dataclasses.replace(record, conversation=call.digest)
+            )
+            records = {key: placed}
+            if previous is not None and engine.legacy_keys_on:  # for 0.3.0 replicas
+                records[previous] = dataclasses.replace(record, superseded=True)
+            yield Write(call.scope, records)
+            engine.report.stats["captured"] += 1
     finally:
         engine.pending.close(state.id)

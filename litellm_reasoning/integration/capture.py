@@ -20,6 +20,7 @@ from ..wire.anthropic import body as block_order
 from ..wire.openai_responses import input_items as responses_input
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import CallState, Capture
+from .fallback import contained
 from .flows import Flow, Write
 from .kwargs import as_dict
 from .streams import OneMessage, may_capture, responses_output, stream_chunks
@@ -50,15 +51,14 @@ def capture(
         # waiting for that record stop waiting before it exists.
         return
     try:
-        engine.report.prompt_cache(
-            state, prompt_cache_of(as_dict(getattr(response, "usage", None)))
-        )
-        records = _records_of(engine, state, call, response, source)
-        if records:
-            yield Write(call.scope, records, _needed_next(state))
-            engine.report.stats["captured"] += primary(records)
-    except Exception as exc:
-        engine.report.fail("capturing the reply's reasoning", exc)
+        with contained(engine.report.fail, "capturing the reply's reasoning"):
+            engine.report.prompt_cache(
+                state, prompt_cache_of(as_dict(getattr(response, "usage", None)))
+            )
+            records = _records_of(engine, state, call, response, source)
+            if records:
+                yield Write(call.scope, records, _needed_next(state))
+                engine.report.stats["captured"] += primary(records)
     finally:
         engine.pending.close(state.id)
 
@@ -74,7 +74,7 @@ def _records_of(
     if call.continues_prefill:
         logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
         return {}
-    try:
+    with contained(engine.report.fail, "capturing the reply's reasoning"):
         raw = block_order.raw_reply(call.provider, source)
         chunks = source if isinstance(source, list) else None
         if chunks is None and block_order.reads_block_order(call.provider):
@@ -89,9 +89,7 @@ def _records_of(
                 for key, record in found.items()
             }
         return found
-    except Exception as exc:
-        engine.report.fail("capturing the reply's reasoning", exc)
-        return {}
+    return {}
 
 
 def _report_transformations(engine: Engine, state: CallState, found: list[dict[str, Any]]) -> None:

@@ -41,6 +41,7 @@ from . import capture
 from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
+from .fallback import contained
 from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
@@ -369,11 +370,9 @@ class Engine:
                 if event.is_set():
                     continue
                 if isinstance(state, CallState):
-                    try:
+                    assembled = None
+                    with contained(self.report.fail, "assembling a finished stream"):
                         assembled = finished_stream(state)
-                    except Exception as exc:
-                        self.report.fail("assembling a finished stream", exc)
-                        assembled = None
                     if assembled is not None:
                         ready.append((state, assembled))
                         continue
@@ -617,10 +616,9 @@ class Engine:
             ),
         )
         self.report.rendered(rendered, request.target.dialect)
-        try:
+        # Reporting never undoes the rendering.
+        with contained(self.report.fail, "reporting the request's decisions"):
             self.report.decide(summarize(rendered, request.target, limited), state)
-        except Exception as exc:  # reporting never undoes the rendering
-            self.report.fail("reporting the request's decisions", exc)
         return rendered
 
     def of_origin(

@@ -1,10 +1,12 @@
-"""The one fallback of the request side: a failure inside the callback lets the request through
-as the client sent it, less `turn` (which no provider takes). Every request-side hook's flow
-runs inside `fail_open`; the reply side's failures only ever cost a capture."""
+"""The callback's two fallbacks, the only places its failures stop. Request side (`fail_open`): a
+failure inside the callback lets the request through as the client sent it, less `turn` (which
+no provider takes); every request-side hook's flow runs inside it. Everywhere else
+(`contained`: the reply side, LiteLLM functions patched, reporting): a failure is logged and
+goes no further, costing at most a capture."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,3 +36,14 @@ def fail_open(
             state.forget_restored()
         if isinstance(sent, list):
             body[field] = without_turn(sent)
+
+
+@contextmanager
+def contained(fail: Callable[[str, BaseException], None], where: str) -> Iterator[None]:
+    """The fallback where no request is to be let through: a failure inside the block is
+    handed to `fail` (`Reporter.fail`: logged once per kind per minute, counted) and goes no
+    further; the call it belongs to goes on unchanged."""
+    try:
+        yield
+    except Exception as exc:
+        fail(where, exc)

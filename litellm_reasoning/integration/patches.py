@@ -44,6 +44,7 @@ from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import LAYOUT_PATCH, CallState, state_in
+from .fallback import contained
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -102,10 +103,8 @@ def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
         (build_bedrock_bodies, "laying out Bedrock bodies"),
         (run_on_no_log, "running on no-log requests"),
     ):
-        try:
+        with contained(fail, what):
             patch()
-        except Exception as exc:
-            fail(what, exc)
 
 
 _BEDROCK_FIX_LOCK = threading.Lock()
@@ -349,13 +348,11 @@ def _lay_out(body: Any, converse: bool) -> None:
     patch = state.body_patch
     if patch is None or patch[0] != LAYOUT_PATCH:
         return
-    try:
+    with contained(_report, "laying out Claude's blocks on the Bedrock body"):
         if converse:
             lay_out_converse_body(body, patch[1], state.layouts)
         else:
             lay_out_body(body, patch[1], state.layouts)
-    except Exception as exc:
-        _report("laying out Claude's blocks on the Bedrock body", exc)
 
 
 async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:
@@ -376,13 +373,11 @@ def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], boo
         if not applies(kwargs) or not registered():
             return handle(self, *args, **kwargs)
         state = None
-        try:
+        with contained(_report, "rendering the Bedrock request"):
             if not kwargs.get("acompletion"):
                 _render_before_build(kwargs)
             logging_obj = kwargs.get("logging_obj")
             state = state_in(getattr(logging_obj, "model_call_details", None))
-        except Exception as exc:
-            _report("rendering the Bedrock request", exc)
         token = _BUILDING.set(state)
         try:
             result = handle(self, *args, **kwargs)

@@ -39,6 +39,7 @@ from ..stores import MemoryStore, ReasoningStore, store_from_url
 from . import blocks_format, capture, patches, pipeline, refusals, sync_body
 from .calls import details_of, state_in, state_of
 from .engine import Engine
+from .fallback import contained
 from .flows import adrive, drive
 from .kwargs import (
     COMPLETION_CALL_TYPES,
@@ -50,6 +51,9 @@ from .kwargs import (
 )
 from .reporting import Reporter
 from .streams import Output, assemble, finished_stream, finishes, responses_output
+
+_NOT_ASSEMBLED: Any = object()
+"""What `assembled` holds where assembling a stream failed (LiteLLM's builder may give None)."""
 
 _LOGGER_KEYWORDS = ("turn_off_message_logging", "message_logging")
 """What `CustomLogger.__init__` takes besides `**kwargs` (which it ignores)."""
@@ -229,15 +233,13 @@ class ReasoningCallback(CustomLogger):
         routing (the deployment hook, which also removes `turn`: it must still be there for
         the turn rule); other endpoints get the turn rule's one hard guarantee: `turn` never
         reaches them."""
-        try:
+        with contained(self._report.fail, "the proxy pre-call hook"):
             if call_type_name(call_type) in RENDERED_AFTER_ROUTING:
                 return None
             for field in ("messages", "input"):
                 value = data.get(field)
                 if isinstance(value, list):
                     data[field] = without_turn(value)
-        except Exception as exc:
-            self._report.fail("the proxy pre-call hook", exc)
         return data
 
     async def async_pre_call_deployment_hook(
@@ -272,13 +274,11 @@ class ReasoningCallback(CustomLogger):
         rendered where a patch sees LiteLLM build it (`sync_body.render_before_build`)."""
         if not self.active:
             return None
-        try:
+        with contained(self._report.fail, "rendering the request"):
             return sync_body.render_before_build(
                 self.engine, details, messages, optional_params, tasks=self._tasks
             )
-        except Exception as exc:
-            self._report.fail("rendering the request", exc)
-            return None
+        return None
 
     # ------------------------------------------------------------------ reply side
 
@@ -316,7 +316,7 @@ class ReasoningCallback(CustomLogger):
         each finished output item is kept from `response.output_item.done` (the complete
         `encrypted_content`, the copy clients send back), and the reply is captured at
         `response.completed`, before the caller has the last event."""
-        try:
+        with contained(self._report.fail, "capturing a stream"):
             state = state_of(request_data)
             if state is None or state.capture is None:
                 return None
@@ -342,8 +342,6 @@ class ReasoningCallback(CustomLogger):
             output = responses_output(getattr(response_chunk, "response", None)) or []
             output = [done.get(i, item) for i, item in enumerate(output)]
             await adrive(self.engine.store, capture.capture(self.engine, state, Output(output)))
-        except Exception as exc:
-            self._report.fail("capturing a stream", exc)
         return None
 
     async def async_post_call_streaming_iterator_hook(
@@ -382,10 +380,10 @@ class ReasoningCallback(CustomLogger):
             state.claim(engine)
             engine.pending.close(state.id)
             return
-        try:
+        assembled = _NOT_ASSEMBLED
+        with contained(self._report.fail, "assembling a proxy stream"):
             assembled = assemble(chunks)
-        except Exception as exc:
-            self._report.fail("assembling a proxy stream", exc)
+        if assembled is _NOT_ASSEMBLED:
             return
         await adrive(engine.store, capture.capture(engine, state, assembled, chunks))
 

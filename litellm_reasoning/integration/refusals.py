@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import healing
 from .calls import CallState, state_in
+from .fallback import contained
 from .flows import Delete, Flow
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 def failed(engine: Engine, details: Any) -> Flow[None]:
     """A failed call (LiteLLM's failure event): nothing to wait for any more, and what its
     refusal evicts leaves the store."""
-    try:
+    with contained(engine.report.fail, "evicting refused reasoning from the store"):
         state = state_in(details)
         if state is None:
             return
@@ -28,8 +29,6 @@ def failed(engine: Engine, details: Any) -> Flow[None]:
         evict = heal(engine, state, details)
         if evict:
             yield Delete(*evict)
-    except Exception as exc:
-        engine.report.fail("evicting refused reasoning from the store", exc)
 
 
 def heal_before_retry(

@@ -95,13 +95,14 @@ def render_before_build(
     if not isinstance(messages, list) or not isinstance(details, dict):
         return None
     state = engine.start(details)
-    try:
-        rendered, target = render_details(engine, details, messages, state)
-    except Exception as exc:
-        engine.report.fail("rendering the request", exc)
-        state.handled = True
-        state.forget_restored()
-        return without_turn(messages)
+    sent: dict[str, Any] = {"messages": messages}
+    done: tuple[Rendered, Target] | None = None
+    with fail_open(engine.report, "rendering the request", sent, "messages", state):
+        done = render_details(engine, details, messages, state)
+    if done is None:  # failed: as the client sent them, less `turn`
+        fallback: list[Any] = sent["messages"]
+        return fallback
+    rendered, target = done
     params = optional_params if isinstance(optional_params, dict) else {}
     return settle(engine, state, target.dialect, rendered.messages, [details, params], params)
 

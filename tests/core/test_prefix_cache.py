@@ -20,7 +20,7 @@ from typing import Any
 import litellm
 import pytest
 from conftest import register
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from litellm_reasoning import ReasoningCallback
@@ -247,6 +247,21 @@ targets = st.tuples(st.sampled_from(dialect_names()), st.sampled_from(list(TurnP
     steps=st.lists(st.one_of(step, st.tuples(st.just("target"), targets)), max_size=8),
     seed=st.integers(0, 2),
     target=targets,
+)
+# Found by the search: a message whose provider dicts come back in another key order (equal as
+# values) was sent in the order of the first request's copy.
+@example(
+    start=[
+        {"role": "user"},
+        {
+            "role": "assistant",
+            "content": None,
+            "reasoning_details": [{"type": "reasoning.text", "text": ""}],
+        },
+    ],
+    steps=[("target", ("minimax", TurnPolicy.CURRENT_TURN)), ("reorder", 1)],
+    seed=0,
+    target=("anthropic", TurnPolicy.CURRENT_TURN),
 )
 def test_cached_equals_uncached_on_random_histories(
     start: list[Any], steps: list[tuple[Any, ...]], seed: int, target: tuple[str, TurnPolicy]
