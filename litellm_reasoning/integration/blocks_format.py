@@ -20,7 +20,7 @@ from ..wire.anthropic.dialect import issued_unsigned
 from . import rust_core
 from .calls import CallState, Capture, details_of
 from .engine import stored_records
-from .fallback import contained, fail_open
+from .fallback import Contained, fail_open
 from .flows import Flow, Write, adrive
 
 if TYPE_CHECKING:
@@ -218,7 +218,7 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
     """One chunk of a `/v1/messages` stream: at `message_stop` (before the client has that
     event) the reply is captured from the SSE text received."""
     read = False
-    with contained(engine.report.fail, "reading a /v1/messages stream"):
+    with Contained(engine.report.fail, "reading a /v1/messages stream"):
         if state.captured or not state.messages_format:
             return
         text = chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else chunk
@@ -243,7 +243,7 @@ def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     raw, state.raw_sse = state.raw_sse, None
     content = usage = model = None
     if raw is not None and not state.captured:
-        with contained(engine.report.fail, "reading a /v1/messages stream"):
+        with Contained(engine.report.fail, "reading a /v1/messages stream"):
             text = b"".join(raw).decode("utf-8", "replace")
             content = anthropic_messages.content_of_stream(text)
             usage, model = anthropic_messages.usage_and_model_of_stream(text)
@@ -265,7 +265,7 @@ def capture(
         return
     call = state.claim(engine)
     try:
-        with contained(engine.report.fail, "capturing the Anthropic-format reply"):
+        with Contained(engine.report.fail, "capturing the Anthropic-format reply"):
             if call is not None:
                 engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
             if call is None or not call.messages_format or call.continues_prefill:

@@ -20,7 +20,7 @@ from ..wire.anthropic import body as block_order
 from ..wire.openai_responses import input_items as responses_input
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import CallState, Capture
-from .fallback import contained
+from .fallback import Contained
 from .flows import Flow, Write
 from .kwargs import as_dict
 from .streams import OneMessage, may_capture, responses_output, stream_chunks
@@ -51,7 +51,7 @@ def capture(
         # waiting for that record stop waiting before it exists.
         return
     try:
-        with contained(engine.report.fail, "capturing the reply's reasoning"):
+        with Contained(engine.report.fail, "capturing the reply's reasoning"):
             engine.report.prompt_cache(
                 state, prompt_cache_of(as_dict(getattr(response, "usage", None)))
             )
@@ -74,7 +74,7 @@ def _records_of(
     if call.continues_prefill:
         logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
         return {}
-    with contained(engine.report.fail, "capturing the reply's reasoning"):
+    with Contained(engine.report.fail, "capturing the reply's reasoning"):
         raw = block_order.raw_reply(call.provider, source)
         chunks = source if isinstance(source, list) else None
         if chunks is None and block_order.reads_block_order(call.provider):

@@ -41,7 +41,7 @@ from . import capture
 from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
-from .fallback import contained
+from .fallback import Contained
 from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
@@ -371,7 +371,7 @@ class Engine:
                     continue
                 if isinstance(state, CallState):
                     assembled = None
-                    with contained(self.report.fail, "assembling a finished stream"):
+                    with Contained(self.report.fail, "assembling a finished stream"):
                         assembled = finished_stream(state)
                     if assembled is not None:
                         ready.append((state, assembled))
@@ -617,7 +617,7 @@ class Engine:
         )
         self.report.rendered(rendered, request.target.dialect)
         # Reporting never undoes the rendering.
-        with contained(self.report.fail, "reporting the request's decisions"):
+        with Contained(self.report.fail, "reporting the request's decisions"):
             self.report.decide(summarize(rendered, request.target, limited), state)
         return rendered
 

@@ -1,13 +1,14 @@
 """The callback's two fallbacks, the only places its failures stop. Request side (`fail_open`): a
 failure inside the callback lets the request through as the client sent it, less `turn` (which
 no provider takes); every request-side hook's flow runs inside it. Everywhere else
-(`contained`: the reply side, LiteLLM functions patched, reporting): a failure is logged and
+(`Contained`: the reply side, LiteLLM functions patched, reporting): a failure is logged and
 goes no further, costing at most a capture."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
+from types import TracebackType
 from typing import Any
 
 from ..core.turns import without_turn
@@ -38,12 +39,28 @@ def fail_open(
             body[field] = without_turn(sent)
 
 
-@contextmanager
-def contained(fail: Callable[[str, BaseException], None], where: str) -> Iterator[None]:
-    """The fallback where no request is to be let through: a failure inside the block is
-    handed to `fail` (`Reporter.fail`: logged once per kind per minute, counted) and goes no
-    further; the call it belongs to goes on unchanged."""
-    try:
-        yield
-    except Exception as exc:
-        fail(where, exc)
+class Contained:
+    """The fallback where no request is to be let through: a failure inside the `with` block
+    is handed to `fail` (`Reporter.fail`: logged once per kind per minute, counted) and goes no
+    further; the call it belongs to goes on unchanged. (A class, not a generator: it sits on
+    every request's path.)"""
+
+    __slots__ = ("fail", "where")
+
+    def __init__(self, fail: Callable[[str, BaseException], None], where: str) -> None:
+        self.fail = fail
+        self.where = where
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        if not isinstance(exc, Exception):  # none, or a cancellation / interrupt: goes on
+            return False
+        self.fail(self.where, exc)
+        return True

@@ -44,7 +44,7 @@ from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import LAYOUT_PATCH, CallState, state_in
-from .fallback import contained
+from .fallback import Contained
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -103,7 +103,7 @@ def apply(fail: Fail, before_build: BeforeBuild | None = None) -> None:
         (build_bedrock_bodies, "laying out Bedrock bodies"),
         (run_on_no_log, "running on no-log requests"),
     ):
-        with contained(fail, what):
+        with Contained(fail, what):
             patch()
 
 
@@ -348,7 +348,7 @@ def _lay_out(body: Any, converse: bool) -> None:
     patch = state.body_patch
     if patch is None or patch[0] != LAYOUT_PATCH:
         return
-    with contained(_report, "laying out Claude's blocks on the Bedrock body"):
+    with Contained(_report, "laying out Claude's blocks on the Bedrock body"):
         if converse:
             lay_out_converse_body(body, patch[1], state.layouts)
         else:
@@ -373,7 +373,7 @@ def _binding(handle: Callable[..., Any], applies: Callable[[dict[str, Any]], boo
         if not applies(kwargs) or not registered():
             return handle(self, *args, **kwargs)
         state = None
-        with contained(_report, "rendering the Bedrock request"):
+        with Contained(_report, "rendering the Bedrock request"):
             if not kwargs.get("acompletion"):
                 _render_before_build(kwargs)
             logging_obj = kwargs.get("logging_obj")

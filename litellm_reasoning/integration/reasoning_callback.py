@@ -39,7 +39,7 @@ from ..stores import MemoryStore, ReasoningStore, store_from_url
 from . import blocks_format, capture, patches, pipeline, refusals, sync_body
 from .calls import details_of, state_in, state_of
 from .engine import Engine
-from .fallback import contained
+from .fallback import Contained
 from .flows import adrive, drive
 from .kwargs import (
     COMPLETION_CALL_TYPES,
@@ -233,7 +233,7 @@ class ReasoningCallback(CustomLogger):
         routing (the deployment hook, which also removes `turn`: it must still be there for
         the turn rule); other endpoints get the turn rule's one hard guarantee: `turn` never
         reaches them."""
-        with contained(self._report.fail, "the proxy pre-call hook"):
+        with Contained(self._report.fail, "the proxy pre-call hook"):
             if call_type_name(call_type) in RENDERED_AFTER_ROUTING:
                 return None
             for field in ("messages", "input"):
@@ -274,7 +274,7 @@ class ReasoningCallback(CustomLogger):
         rendered where a patch sees LiteLLM build it (`sync_body.render_before_build`)."""
         if not self.active:
             return None
-        with contained(self._report.fail, "rendering the request"):
+        with Contained(self._report.fail, "rendering the request"):
             return sync_body.render_before_build(
                 self.engine, details, messages, optional_params, tasks=self._tasks
             )
@@ -316,7 +316,7 @@ class ReasoningCallback(CustomLogger):
         each finished output item is kept from `response.output_item.done` (the complete
         `encrypted_content`, the copy clients send back), and the reply is captured at
         `response.completed`, before the caller has the last event."""
-        with contained(self._report.fail, "capturing a stream"):
+        with Contained(self._report.fail, "capturing a stream"):
             state = state_of(request_data)
             if state is None or state.capture is None:
                 return None
@@ -381,7 +381,7 @@ class ReasoningCallback(CustomLogger):
             engine.pending.close(state.id)
             return
         assembled = _NOT_ASSEMBLED
-        with contained(self._report.fail, "assembling a proxy stream"):
+        with Contained(self._report.fail, "assembling a proxy stream"):
             assembled = assemble(chunks)
         if assembled is _NOT_ASSEMBLED:
             return

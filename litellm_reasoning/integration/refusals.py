@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import healing
 from .calls import CallState, state_in
-from .fallback import contained
+from .fallback import Contained
 from .flows import Delete, Flow
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 def failed(engine: Engine, details: Any) -> Flow[None]:
     """A failed call (LiteLLM's failure event): nothing to wait for any more, and what its
     refusal evicts leaves the store."""
-    with contained(engine.report.fail, "evicting refused reasoning from the store"):
+    with Contained(engine.report.fail, "evicting refused reasoning from the store"):
         state = state_in(details)
         if state is None:
             return

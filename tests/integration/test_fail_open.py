@@ -111,21 +111,21 @@ def test_a_failure_inside_any_formats_flow_lets_the_request_through_less_turn(
 
 
 def test_the_other_fallback_reports_a_failure_once_and_lets_only_base_exceptions_through() -> None:
-    """`contained`, the fallback of every hook with no request to let through (the reply side,
+    """`Contained`, the fallback of every hook with no request to let through (the reply side,
     LiteLLM functions patched, reporting): the failure goes to `fail` once and no further; a
     cancellation or an interrupt is not a failure of the callback and goes on."""
-    from litellm_reasoning.integration.fallback import contained
+    from litellm_reasoning.integration.fallback import Contained
 
     failures: list[tuple[str, BaseException]] = []
     went_on = False
-    with contained(lambda where, exc: failures.append((where, exc)), "capturing"):
+    with Contained(lambda where, exc: failures.append((where, exc)), "capturing"):
         raise ValueError("broken reply")
     went_on = True
     assert went_on
     assert [(where, str(exc)) for where, exc in failures] == [("capturing", "broken reply")]
     with (
         pytest.raises(asyncio.CancelledError),
-        contained(lambda where, exc: failures.append((where, exc)), "capturing"),
+        Contained(lambda where, exc: failures.append((where, exc)), "capturing"),
     ):
         raise asyncio.CancelledError
     assert len(failures) == 1
