@@ -38,7 +38,6 @@ from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
 from ..wire import get_dialect
 from . import capture
-from . import kwargs as read
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
 from .fallback import Contained
@@ -161,7 +160,7 @@ class Engine:
                 has_tools=facts.has_tools,
                 preserved_thinking=facts.preserved_thinking,
                 template_keeps_thinking=facts.template_kept,
-                model_keeps_thinking=read.thinking_cache_preserved_in_model_map(provider, model),
+                model_keeps_thinking=facts.model_keeps_thinking,
                 names=list(facts.names),
                 overrides=self.overrides,
             )

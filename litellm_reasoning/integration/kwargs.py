@@ -194,6 +194,9 @@ class CallFacts(NamedTuple):
     """The provider manages thinking itself (`request_facts`)."""
     template_kept: bool
     """The chat template keeps thinking (`request_facts`)."""
+    model_keeps_thinking: bool
+    """LiteLLM's model map says the model keeps earlier thinking in its context
+    (`thinking_cache_preserved_in_model_map`, read on every request)."""
     origin: str
     """`identity.origin_of` the deployment (`origin`)."""
     deployment_id: str | None
@@ -202,8 +205,8 @@ class CallFacts(NamedTuple):
     @property
     def target_key(self) -> tuple[Any, ...]:
         """Everything a chat target is resolved from, besides the operator's overrides (the
-        fields from `provider` to `template_kept`)."""
-        return self[1:8]
+        fields from `provider` to `model_keeps_thinking`)."""
+        return self[1:9]
 
 
 class FactsReader:
@@ -231,6 +234,7 @@ class FactsReader:
             has_tools,
             preserved_thinking,
             template_kept,
+            thinking_cache_preserved_in_model_map(provider, model),
             fingerprint,
             deployment_id,
         )

@@ -1093,5 +1093,19 @@ def test_litellms_model_map_says_which_claude_keeps_its_thinking() -> None:
 
     assert policy(kept) == "all_turns"
     assert policy(unknown) == "current_turn"
+    # The map is read on every request, not remembered with the resolved target: an entry
+    # registered after the deployment's first call counts from the next one.
+    litellm.register_model(
+        {
+            unknown: {
+                "litellm_provider": "anthropic",
+                "mode": "chat",
+                "supports_thinking_cache_preservation": True,
+                "input_cost_per_token": 0.0,
+                "output_cost_per_token": 0.0,
+            }
+        }
+    )
+    assert policy(unknown) == "all_turns"
     zai = resolve_target("zai", "glm-5", None, model_keeps_thinking=True)
     assert zai.policy is TurnPolicy.CURRENT_TURN
