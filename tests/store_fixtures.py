@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from litellm_reasoning.testing.proxy import free_port as testing_free_port
+
 REDIS_HOST, REDIS_PORT = "127.0.0.1", 6379
 
 
@@ -70,9 +72,7 @@ def redis_url(redis_prefix: str) -> str:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return testing_free_port()  # outside the ephemeral range (see there)
 
 
 class OwnRedis:

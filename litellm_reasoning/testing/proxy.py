@@ -71,7 +71,30 @@ def new_master_key() -> str:
     return "sk-" + secrets.token_hex(32)
 
 
+def _ephemeral_ports() -> tuple[int, int]:
+    """The kernel's range for source ports of outgoing connections (and for port 0)."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999  # Linux's default
+
+
 def free_port() -> int:
+    """A port nothing listens on now, for a server that binds it seconds later. Drawn outside
+    the kernel's ephemeral range: there every outgoing connection made meanwhile takes its
+    source port (a proxy of a parallel test line lost its port so, "address already in use",
+    beside two CPU hogs); port 0 only when no other is free."""
+    low, high = _ephemeral_ports()
+    first, last = (10_000, low - 1) if low > 12_000 else (high + 1, 65_535)
+    for _ in range(64):
+        port = secrets.randbelow(last - first + 1) + first
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
