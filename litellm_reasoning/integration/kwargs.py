@@ -4,7 +4,7 @@ scope, its credential fingerprint and request parameters; and removing `turn` fr
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Hashable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 import litellm
@@ -12,6 +12,7 @@ from litellm import get_llm_provider
 
 from ..core import identity
 from ..core.policy import provider_manages_thinking, template_keeps_thinking
+from ..memo.targets import TargetCache
 from ..wire.openai_responses.dialect import ENDPOINT_ISSUERS
 
 COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
@@ -212,14 +213,13 @@ class CallFacts(NamedTuple):
 class FactsReader:
     """`CallFacts` of a call's kwargs for one callback (its namespace and scope setting). The
     deployment a call hits is worked out once per distinct deployment inputs: LiteLLM's
-    provider lookup is most of a short request's fixed cost. Bounded (cleared when full); safe
-    to share between threads (single dict operations)."""
+    provider lookup is most of a short request's fixed cost (bounded and thread-safe as
+    `TargetCache`)."""
 
     def __init__(self, namespace: str, from_client: bool, max_entries: int = 1024) -> None:
         self.namespace = namespace
         self.from_client = from_client
-        self.max_entries = max_entries
-        self._deployments: dict[Hashable, tuple[str | None, str, str | None, tuple[str, ...]]] = {}
+        self._deployments = TargetCache(max_entries)
 
     def __call__(self, kwargs: Mapping[str, Any]) -> CallFacts:
         has_tools, preserved_thinking, template_kept = request_facts(kwargs)
@@ -243,20 +243,17 @@ class FactsReader:
         self, kwargs: Mapping[str, Any]
     ) -> tuple[str | None, str, str | None, tuple[str, ...]]:
         """`deployment(kwargs)` (its names a tuple), remembered by its inputs."""
-        key: Hashable = deployment_key(kwargs)
+        key: tuple[Any, ...] | None = deployment_key(kwargs)
+        known: tuple[str | None, str, str | None, tuple[str, ...]] | None
         try:
             known = self._deployments.get(key)
         except TypeError:  # an unhashable input: worked out every time
-            known = None
-            key = None
+            known, key = None, None
         if known is None:
             provider, model, api_base, names = deployment(kwargs)
             known = (provider, model, api_base, tuple(names))
-            if key is None:
-                return known
-            if len(self._deployments) >= self.max_entries:
-                self._deployments.clear()
-            self._deployments[key] = known
+            if key is not None:
+                self._deployments.put(key, known)
         return known
 
 
