@@ -141,7 +141,11 @@ class CutServer:
                 self.close_connection = True
 
         self._server = LocalHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: `shutdown` waits for the serving loop to wake (0.5 s by default, which
+        # every test with a server of its own paid once).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def base_url(self) -> str:

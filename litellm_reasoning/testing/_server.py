@@ -78,7 +78,11 @@ class ScriptedServer(Generic[ReplyT]):
                 self.wfile.write(data)
 
         self._server = LocalHTTPServer((host, port), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        # A short poll: `shutdown` waits for the serving loop to wake (0.5 s by default, which
+        # every test with a server of its own paid once).
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     def model_of(self, path: str, body: dict[str, Any]) -> str:
         """The model a request names (what replies are scripted under)."""
