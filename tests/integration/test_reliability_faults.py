@@ -13,7 +13,6 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 import litellm
@@ -21,8 +20,8 @@ import pytest
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.core.reasoning import Reasoning
-from litellm_reasoning.stores import MemoryStore, ResilientStore
+from litellm_reasoning.stores import ResilientStore
+from litellm_reasoning.testing.stores import FaultyStore
 from litellm_reasoning.testing.upstream import Reply, Upstream, sse_from_message
 
 PLAN = "First read a.py, then fix the bug."
@@ -249,34 +248,6 @@ async def test_router_fallback_to_another_provider_mid_turn(upstream: Upstream) 
 # ------------------------------------------------------------------ store faults, every call
 
 
-class FaultyStore(MemoryStore):
-    """A real in-memory store whose `fail_at`-th call (0-based, reads and writes counted
-    together) fails: raises (`raise`), or hangs for `delay` seconds and then raises a timeout
-    (`timeout`, what a backend's socket timeout does)."""
-
-    def __init__(self, fail_at: int, kind: str, delay: float = 0.25) -> None:
-        super().__init__()
-        self.fail_at, self.kind, self.delay = fail_at, kind, delay
-        self.calls = 0
-
-    async def _maybe_fail(self) -> None:
-        index, self.calls = self.calls, self.calls + 1
-        if index != self.fail_at:
-            return
-        if self.kind == "timeout":
-            await asyncio.sleep(self.delay)
-            raise TimeoutError("store timed out (injected)")
-        raise ConnectionError("store failed (injected)")
-
-    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        await self._maybe_fail()
-        return await super().aget_many(scope, keys)
-
-    async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        await self._maybe_fail()
-        await super().aput_many(scope, records)
-
-
 async def _tool_loop(upstream: Upstream, model: str) -> tuple[list[str], list[Any]]:
     """Three steps (two tool calls, then the answer), from a client that drops reasoning.
     Returns the replies' contents and, per step, the reasoning on the wire for each earlier
@@ -326,14 +297,14 @@ async def test_store_fault_at_every_store_call(kind: str, upstream: Upstream) ->
     i-th. Bare store: the callback fails open (same replies; only that call's reasoning is
     missing). Behind `ResilientStore` (what SQLite and Redis use): nothing is ever missing, the
     local layer answers."""
-    probe = FaultyStore(fail_at=-1, kind=kind)
+    probe = FaultyStore(kind=kind)
     register(ReasoningCallback(store=probe, capture_wait_seconds=0.5))
     clean, clean_wires = await _tool_loop(upstream, f"probe-{uuid.uuid4().hex[:6]}")
     assert clean_wires == [[], ["Plan A: read a.py."], ["Plan A: read a.py.", "Plan B: read b.py."]]
     total = probe.calls
     assert total >= 5
     for fail_at in range(total):
-        bare = FaultyStore(fail_at, kind)
+        bare = FaultyStore(fail_at=fail_at, kind=kind)
         callback = register(ReasoningCallback(store=bare, capture_wait_seconds=0.5))
         start = time.perf_counter()
         contents, wires = await _tool_loop(upstream, f"bare-{fail_at}-{uuid.uuid4().hex[:6]}")
@@ -343,7 +314,7 @@ async def test_store_fault_at_every_store_call(kind: str, upstream: Upstream) ->
             assert all(g in (w, None) for g, w in zip(got, want, strict=True)), (fail_at, wires)
         assert time.perf_counter() - start < 30  # no hang (far outside machine noise)
 
-        resilient = ResilientStore(FaultyStore(fail_at, kind), retry_seconds=0.01)
+        resilient = ResilientStore(FaultyStore(fail_at=fail_at, kind=kind), retry_seconds=0.01)
         callback = register(ReasoningCallback(store=resilient, capture_wait_seconds=0.5))
         contents, wires = await _tool_loop(upstream, f"res-{fail_at}-{uuid.uuid4().hex[:6]}")
         assert contents == clean and wires == clean_wires, (fail_at, wires)

@@ -18,8 +18,7 @@ import pytest
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.core.reasoning import Reasoning
-from litellm_reasoning.stores import MemoryStore
+from litellm_reasoning.testing.stores import FaultyStore
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
@@ -289,20 +288,12 @@ async def test_fallback_is_rendered_for_the_deployment_it_hits(
     assert not REASONING_KEYS & set(upstream.bodies(backup)[-1]["messages"][1])
 
 
-class BrokenStore(MemoryStore):
-    def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        raise ConnectionError("store is down")
-
-    async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        raise ConnectionError("store is down")
-
-
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 async def test_store_failure_never_breaks_the_call(
     how: str, upstream: Upstream, caplog: pytest.LogCaptureFixture
 ) -> None:
     """A failing store: the call succeeds, one warning, `turn` removed, nothing else changed."""
-    cb = register(ReasoningCallback(store=BrokenStore()))
+    cb = register(ReasoningCallback(store=FaultyStore(fault="reads down", message="store is down")))
     model = f"broken-{uuid.uuid4().hex[:8]}"
     upstream.always(model, Reply(message={"content": "still answered"}))
     messages = [

@@ -11,7 +11,7 @@ import logging
 import sqlite3
 import traceback
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.stores import MemoryStore, ReasoningStore, store_from_url
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+from litellm_reasoning.testing.stores import FaultyStore
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
 pytest_plugins = ["store_fixtures"]
@@ -87,26 +88,6 @@ def logs() -> Iterator[Capture]:
     ours.setLevel(saved)
 
 
-class Sabotaged(MemoryStore):
-    """A real in-memory store that can be made to fail (`outage`) or to hand back a record the
-    renderer cannot use (`garbage`): a store outage and a render failure."""
-
-    mode = ""
-
-    def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        found = super().get_many(scope, keys)
-        if self.mode == "outage":
-            raise ConnectionError("store unreachable")
-        if self.mode == "garbage":
-            return dict.fromkeys(found, "not a record")  # type: ignore[arg-type]
-        return found
-
-    def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        if self.mode == "outage":
-            raise ConnectionError("store unreachable")
-        super().put_many(scope, records)
-
-
 @pytest.fixture(scope="module")
 def claude() -> Iterator[AnthropicUpstream]:
     # Not strict: the log audit sabotages the store so that rendering fails open, and a
@@ -158,7 +139,7 @@ async def _claude_loop(
 async def test_no_reasoning_in_logs_at_info_or_above(
     claude: AnthropicUpstream, upstream: Upstream, logs: Capture
 ) -> None:
-    store = Sabotaged()
+    store = FaultyStore()
     callback = register(ReasoningCallback(store=store))
     markers: list[str] = []
     try:
@@ -167,11 +148,11 @@ async def test_no_reasoning_in_logs_at_info_or_above(
         assert wire[1]["messages"][1]["content"][0]["signature"] == "SIGMARKok"
         markers += ["THINKMARK-ok", "SIGMARKok", "BLOBMARKok"]
         # 2. A store outage during a whole loop (warnings fire).
-        store.mode = "outage"
+        store.fault = "down"
         await _claude_loop(claude, "down")
         markers += ["THINKMARK-down", "SIGMARKdown", "BLOBMARKdown"]
         # 3. A render failure: the store hands back what the renderer cannot use.
-        store.mode = "garbage"
+        store.fault = "garbage"
         await _claude_loop(claude, "bad")
         markers += ["THINKMARK-bad", "SIGMARKbad", "BLOBMARKbad"]
         # 4. A plain-text reasoning model (DeepSeek-style reasoning_content), restored.
@@ -183,7 +164,7 @@ async def test_no_reasoning_in_logs_at_info_or_above(
             ),
             Reply(message={"content": "done"}),
         )
-        store.mode = ""
+        store.fault = ""
         common = {"model": f"openai/{model}", "api_base": upstream.base_url, "api_key": "k"}
         history: list[dict[str, Any]] = [{"role": "user", "content": "go"}]
         await litellm.acompletion(messages=list(history), **common)
