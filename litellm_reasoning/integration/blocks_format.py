@@ -53,7 +53,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             state.adapter_turns = blocks.chat_user_turns(messages)
             return kwargs
         origin = facts.origin, facts.deployment_id
-        digests = blocks.prefix_digests(cleaned)
+        digests = engine.block_digests.digests(scope, cleaned)
         start = current_turn_start(messages)
         compacted = blocks.compaction_index(cleaned)
         if compacted is not None:

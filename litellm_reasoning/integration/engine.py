@@ -14,6 +14,7 @@ from typing import Any
 from ..core import identity
 from ..core.decisions import summarize
 from ..core.dialect import Dialect
+from ..core.formats import blocks, items
 from ..core.limits import (
     Limited,
     RecordCounts,
@@ -29,6 +30,7 @@ from ..core.reasoning import Reasoning, tokens_of_chars
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.shared_keys import Reading, exact_key, reading
 from ..core.targets import Override, Target, resolve_target
+from ..memo.chain_digests import ChainDigests
 from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import History, PrefixCache
@@ -122,6 +124,14 @@ class Engine:
     legacy_keys: bool
     pending: PendingCaptures = dataclasses.field(default_factory=PendingCaptures)
     histories: PrefixCache = dataclasses.field(default_factory=PrefixCache)
+    block_digests: ChainDigests = dataclasses.field(
+        default_factory=lambda: ChainDigests(blocks.next_digest, blocks.EMPTY)
+    )
+    """The prefix memo of the block-messages format (`/v1/messages`)."""
+    item_digests: ChainDigests = dataclasses.field(
+        default_factory=lambda: ChainDigests(items.next_digest, identity.EMPTY_DIGEST)
+    )
+    """The prefix memo of the input-items format (Responses)."""
     targets: TargetCache = dataclasses.field(default_factory=TargetCache)
     refused: RefusedRecords = dataclasses.field(default_factory=RefusedRecords)
     healed_policies: LearnedPolicies = dataclasses.field(default_factory=LearnedPolicies)

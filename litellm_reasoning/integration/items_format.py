@@ -69,7 +69,9 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
         scope = facts.scope
-        conversation = core_items.Conversation.of(scope, items)
+        conversation = core_items.Conversation.of(
+            scope, items, engine.item_digests.digests(scope, items)
+        )
         start = current_turn_start(items)  # one scan, for the plan, the read and the budget
         keys = core_items.wanted(conversation, target.policy, start)
         own = input_items.own_reasoning(items)

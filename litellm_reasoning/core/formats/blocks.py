@@ -82,14 +82,19 @@ def shape(message: Any) -> bytes:
     return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
 
 
+def next_digest(before: str, message: Any) -> str:
+    """The digest of the conversation through `message`, `before` the one before it."""
+    digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs")
+    digest.update(before.encode())
+    digest.update(shape(message))
+    return digest.hexdigest()
+
+
 def prefix_digests(messages: Sequence[Any]) -> list[str]:
     """`out[i]`: the digest of the conversation before message `i`; `out[len]`: of all of it."""
     out = [EMPTY]
     for message in messages:
-        digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs")
-        digest.update(out[-1].encode())
-        digest.update(shape(message))
-        out.append(digest.hexdigest())
+        out.append(next_digest(out[-1], message))
     return out
 
 

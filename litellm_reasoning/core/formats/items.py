@@ -84,18 +84,32 @@ class Conversation:
     """The whole input: what the reply answers."""
 
     @classmethod
-    def of(cls, scope: str, items: Sequence[Any]) -> Conversation:
-        conversation = cls(scope, list(items))
-        digest = identity.EMPTY_DIGEST
-        for item in items:
-            if not is_reasoning(item):
-                digest = identity.chain(digest, identity.canonical(as_message(item)))
-            conversation.digests.append(digest)
-        conversation.digest = digest
-        return conversation
+    def of(
+        cls, scope: str, items: Sequence[Any], chained: Sequence[str] | None = None
+    ) -> Conversation:
+        """`chained`: `chained_digests(items)` when already known (a prefix memo's)."""
+        if chained is None:
+            chained = chained_digests(items)
+        return cls(scope, list(items), list(chained[1:]), chained[-1])
 
     def key(self, index: int) -> str:
         return anchor_key(self.scope, self.items[index], self.digests[index])
+
+
+def next_digest(before: str, item: Any) -> str:
+    """The digest through `item` (a reasoning item identifies nothing), `before` the one before
+    it."""
+    if is_reasoning(item):
+        return before
+    return identity.chain(before, identity.canonical(as_message(item)))
+
+
+def chained_digests(items: Sequence[Any]) -> list[str]:
+    """`out[i]`: the digest before `items[i]`; `out[len]`: of all of them."""
+    out = [identity.EMPTY_DIGEST]
+    for item in items:
+        out.append(next_digest(out[-1], item))
+    return out
 
 
 def anchor_key(scope: str, item: Any, digest_through_item: str) -> str:

@@ -1,0 +1,187 @@
+"""The prefix memo of the block-messages and input-items formats changes nothing but the time:
+whatever a conversation did between requests (grew, was edited, truncated, resent with values
+Python calls equal but JSON does not, mutated in place after the request, moved its cache
+markers), a request gets exactly the digests the walk without the memo computes, each scope
+only its own, and the memo stays within its bounds."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from litellm_reasoning.core import identity
+from litellm_reasoning.core.formats import blocks, items
+from litellm_reasoning.memo.chain_digests import ChainDigests
+
+SCOPE = "ns=test"
+
+FORMATS: dict[str, tuple[Callable[[str, Any], str], str, Callable[[Any], list[str]]]] = {
+    "blocks": (blocks.next_digest, blocks.EMPTY, blocks.prefix_digests),
+    "items": (items.next_digest, identity.EMPTY_DIGEST, items.chained_digests),
+}
+
+# ------------------------------------------------------------------ random conversations
+
+equal_but_not_same = st.sampled_from([1, 1.0, True, 0, 0.0, False, None, "1"])
+"""Values `==` mixes up (1 == 1.0 == True) while their JSON differs."""
+text = st.sampled_from(["", "a", "b", "ok", "toolu_1", "x" * 40])
+block = st.one_of(
+    st.fixed_dictionaries({"type": st.just("text"), "text": text}),
+    st.fixed_dictionaries(
+        {"type": st.just("text"), "text": text, "cache_control": st.just({"type": "ephemeral"})}
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("thinking"), "thinking": text, "signature": st.sampled_from(["s1", "s2"])}
+    ),
+    st.fixed_dictionaries(
+        {
+            "type": st.just("tool_use"),
+            "id": st.sampled_from(["toolu_1", "toolu_2"]),
+            "name": st.just("read"),
+            "input": st.dictionaries(st.sampled_from(["path", "limit"]), equal_but_not_same),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("tool_result"), "tool_use_id": st.just("toolu_1"), "content": text}
+    ),
+    st.fixed_dictionaries({"type": st.just("reasoning"), "id": text}),
+    st.fixed_dictionaries(
+        {"type": st.just("function_call"), "call_id": text, "arguments": equal_but_not_same}
+    ),
+)
+message = st.one_of(
+    st.fixed_dictionaries(
+        {"role": st.sampled_from(["user", "assistant"])},
+        optional={"content": st.one_of(text, st.lists(block, max_size=3), equal_but_not_same)},
+    ),
+    block,  # input items are blocks at the top level
+)
+conversation = st.lists(message, max_size=6)
+edit = st.one_of(
+    st.tuples(st.just("append"), st.lists(message, min_size=1, max_size=3)),
+    st.tuples(st.just("replace"), st.integers(0, 8), message),
+    st.tuples(st.just("truncate"), st.integers(0, 8)),
+    st.tuples(st.just("same"), st.just(0)),  # resent unchanged, as new dicts
+    st.tuples(st.just("other"), conversation),  # another conversation of the scope
+)
+
+
+def _apply(history: list[Any], change: tuple[Any, ...]) -> list[Any]:
+    how = change[0]
+    if how == "append":
+        return history + copy.deepcopy(change[1])
+    if how == "replace" and history:
+        out = list(history)
+        out[change[1] % len(history)] = copy.deepcopy(change[2])
+        return out
+    if how == "truncate":
+        return history[: change[1]]
+    if how == "other":
+        return copy.deepcopy(change[1])
+    return copy.deepcopy(history)
+
+
+@pytest.mark.parametrize("name", list(FORMATS))
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(start=conversation, edits=st.lists(edit, max_size=8), mutate=st.booleans())
+def test_memoised_equals_unmemoised_on_random_conversations(
+    name: str, start: list[Any], edits: list[tuple[Any, ...]], mutate: bool
+) -> None:
+    step, empty, walk = FORMATS[name]
+    memo = ChainDigests(step, empty, max_bytes=2_000)
+    history = copy.deepcopy(start)
+    for change in [("same", 0), *edits]:
+        history = _apply(history, change)
+        assert memo.digests(SCOPE, history) == walk(history)
+        if mutate and history and isinstance(history[0], dict):
+            history[0]["content"] = "changed in place after the request"
+            assert memo.digests(SCOPE, history) == walk(history)
+        assert memo.held_bytes <= 2_000 or memo.conversations == 1
+
+
+def _claude_code(turns: int) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for i in range(turns):
+        out.append({"role": "user", "content": [{"type": "text", "text": f"task {i}"}]})
+        out.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": f"toolu_{i}", "name": "read", "input": {"n": i}}
+                ],
+            }
+        )
+        out.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"toolu_{i}", "content": "ok"}],
+            }
+        )
+    return out
+
+
+class CountedSteps:
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def __call__(self, before: str, item: Any) -> str:
+        self.steps += 1
+        return blocks.next_digest(before, item)
+
+
+def test_a_continued_conversation_steps_only_its_new_messages() -> None:
+    counted = CountedSteps()
+    memo = ChainDigests(counted, blocks.EMPTY)
+    first = _claude_code(20)
+    memo.digests(SCOPE, first)
+    assert counted.steps == 60
+    second = copy.deepcopy(first) + _claude_code(21)[-3:]
+    assert memo.digests(SCOPE, second) == blocks.prefix_digests(second)
+    assert counted.steps == 63
+    # another scope never reuses this scope's conversations
+    memo.digests("ns=other", copy.deepcopy(second))
+    assert counted.steps == 63 + 63
+
+
+def test_moved_cache_markers_step_only_the_messages_that_moved() -> None:
+    """Claude Code marks the newest messages for its prompt cache and moves the markers every
+    request: the marked and unmarked messages differ as values, not in identity, and the rest
+    of the conversation is not hashed again."""
+    counted = CountedSteps()
+    memo = ChainDigests(counted, blocks.EMPTY)
+    first = _claude_code(20)
+    first[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    memo.digests(SCOPE, first)
+    second = copy.deepcopy(first) + _claude_code(21)[-3:]
+    del second[59]["content"][0]["cache_control"]
+    second[-1]["content"][0]["cache_control"] = {"type": "ephemeral"}
+    before = counted.steps
+    assert memo.digests(SCOPE, second) == blocks.prefix_digests(second)
+    assert counted.steps - before == 1 + 3  # the unmarked message and the three new ones
+
+
+def test_values_equal_in_python_but_not_in_json_are_told_apart() -> None:
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY)
+    first = _claude_code(3)
+    memo.digests(SCOPE, first)
+    second = copy.deepcopy(first)
+    second[4]["content"][0]["input"] = {"n": True}  # == {"n": 1}, another JSON
+    assert second == first
+    assert memo.digests(SCOPE, second) == blocks.prefix_digests(second)
+    assert blocks.prefix_digests(second)[5] != blocks.prefix_digests(first)[5]
+
+
+def test_bounds() -> None:
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY, max_bytes=50_000, per_scope=2)
+    for scope in range(40):
+        for conversation in range(3):
+            history = _claude_code(10)
+            history[0]["content"][0]["text"] = f"conversation {conversation}"
+            memo.digests(f"ns={scope}", history)
+        assert memo.held_bytes <= 50_000
+    assert 0 < memo.conversations <= 2 * 40
