@@ -53,13 +53,17 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             state.adapter_turns = blocks.chat_user_turns(messages)
             return kwargs
         origin = facts.origin, facts.deployment_id
-        digests = engine.block_digests.digests(scope, cleaned)
+        system = blocks.system_digest(kwargs.get("system"))
+        walked = engine.block_digests.walk(scope, cleaned, system)
+        digests, message_facts = walked.digests, walked.facts
         start = current_turn_start(messages)
-        compacted = blocks.compaction_index(cleaned)
+        compacted = blocks.compaction_index(cleaned, message_facts)
         if compacted is not None:
             start = min(start, compacted)  # the kept turns go back whole, as the current one
-        system = blocks.system_digest(kwargs.get("system"))
-        wanted, reorderable = blocks.wanted(scope, cleaned, target.policy, start, digests, system)
+        wanted, reorderable = blocks.wanted(
+            scope, cleaned, target.policy, start, digests, system, message_facts, walked.keys
+        )
+        engine.block_digests.remember(walked)
         if compacted is not None:  # nothing before the compaction block is read by the API
             wanted = {i: key for i, key in wanted.items() if i > compacted}
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
@@ -73,7 +77,9 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
                 scope,
                 keys,
                 {i: digests[i] for i in keys},
-                lambda: blocks.own_tokens(cleaned, target.policy, start, engine.count_tokens),
+                lambda: blocks.own_tokens(
+                    cleaned, target.policy, start, engine.count_tokens, message_facts
+                ),
                 start,
                 # What the budget leaves out is never read, where it may leave anything out.
                 budget_may_drop=budget_may_drop
@@ -135,7 +141,9 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             count=engine.count_tokens,
             earlier_required=as_issued,
             unread=unread,
+            facts=(message_facts := _facts_after(cleaned, message_facts, out)),
         )
+        message_facts = _facts_after(out, message_facts, limited.messages)
         out = kwargs["messages"] = limited.messages
         gone = {*limited.stripped, *limited.over_budget}
         restored_at = [i for i in restored_at if i not in gone]
@@ -146,7 +154,8 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         engine.report.stats["missing"] += len(missing)
         engine.report.stats["stripped"] += len(limited.stripped)
         engine.report.stats["over_budget"] += len(limited.over_budget)
-        _decide(engine, kwargs, state, target, out, restored_at, missing, limited, reordered_at)
+        indices = (restored_at, missing, reordered_at)
+        _decide(engine, state, target, out, message_facts, indices, limited)
         engine.conclude(
             state,
             target,
@@ -195,20 +204,32 @@ class _PreviousKeys:
         return self.keys
 
 
+def _facts_after(
+    before: Sequence[Any], facts: Sequence[blocks.BlockFacts], after: Sequence[Any]
+) -> list[blocks.BlockFacts]:
+    """The facts of `after`, a step's new list of `before`: read again where the step put
+    another message."""
+    return [
+        fact if message is old else blocks.facts_of(message)
+        for old, fact, message in zip(before, facts, after, strict=True)
+    ]
+
+
 def _decide(
     engine: Engine,
-    kwargs: Mapping[str, Any],
     state: CallState,
     target: Target,
     messages: Sequence[Any],
-    restored: Sequence[int],
-    missing: Sequence[int],
+    facts: Sequence[blocks.BlockFacts],
+    indices: tuple[Sequence[int], Sequence[int], Sequence[int]],
     limited: blocks.Limited,
-    reordered: Sequence[int],
 ) -> None:
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
-    it for chat)."""
-    per_message, sent = blocks.summary_counts(messages, restored, missing, limited, reordered)
+    it for chat); `indices`: the messages restored, missing and reordered."""
+    restored, missing, reordered = indices
+    per_message, sent = blocks.summary_counts(
+        messages, restored, missing, limited, reordered, facts
+    )
     tokens = sum(map(engine.count_tokens, sent))
     summary = summary_of(target, per_message, tokens, limited.saved)
     engine.report.decide(summary, state)

@@ -125,7 +125,7 @@ class Engine:
     pending: PendingCaptures = dataclasses.field(default_factory=PendingCaptures)
     histories: PrefixCache = dataclasses.field(default_factory=PrefixCache)
     block_digests: ChainDigests = dataclasses.field(
-        default_factory=lambda: ChainDigests(blocks.next_digest, blocks.EMPTY)
+        default_factory=lambda: ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
     )
     """The prefix memo of the block-messages format (`/v1/messages`)."""
     item_digests: ChainDigests = dataclasses.field(

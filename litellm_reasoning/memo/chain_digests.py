@@ -27,19 +27,33 @@ from typing import Any
 Step = Callable[[str, Any], str]
 """`step(digest before an item, item)`: the digest after it (a format's identity)."""
 
+_MARSHAL_VERSION = 2
+"""The last format without back-references: later ones write one where an object is referred
+to more than once (a matter of reference counts), so an equal copy would encode otherwise."""
 
-@dataclass(slots=True)
-class _Walked:
+
+@dataclass(slots=True, eq=False)  # compared by identity
+class ChainWalk:
+    """One request's items as its format's steps see them; remembered after the request."""
+
+    scope: str
     encoded: list[bytes | None]
     """Each item's `marshal` bytes (None: not plain data, equal to nothing)."""
     digests: list[str]
     """`digests[i]`: before item `i`; `digests[len]`: of all of it."""
-    size: int
-
-
-_MARSHAL_VERSION = 2
-"""The last format without back-references: later ones write one where an object is referred
-to more than once (a matter of reference counts), so an equal copy would encode otherwise."""
+    facts: list[Any]
+    """The format's facts of each item (`facts_of`; empty without one)."""
+    salt: str
+    """What the keys depend on beside the scope and the items (a request's system prompt)."""
+    keys: dict[int, str]
+    """Item index -> store key, of the items before `reused` reused from the earlier request
+    (same salt); the request adds the keys it makes."""
+    reused: int = 0
+    """How many leading items equal the earlier request's."""
+    size: int = 0
+    continues: ChainWalk | None = None
+    """The remembered walk this one continues (most of it equal): replaced by it once
+    remembered. Cleared then, so remembered walks hold no chain of earlier ones."""
 
 
 def _encoded(item: Any) -> bytes | None:
@@ -50,14 +64,21 @@ def _encoded(item: Any) -> bytes | None:
 
 
 class ChainDigests:
-    """Chained digests of one conversation format, remembered per scope."""
+    """Chained digests (and per-item facts, and keys) of one conversation format, remembered
+    per scope."""
 
     def __init__(
-        self, step: Step, empty: str, *, max_bytes: int = 32 * 1024 * 1024, per_scope: int = 4
+        self,
+        step: Step,
+        empty: str,
+        facts_of: Callable[[Any], Any] | None = None,
+        *,
+        max_bytes: int = 32 * 1024 * 1024,
+        per_scope: int = 4,
     ) -> None:
-        self.step, self.empty = step, empty
+        self.step, self.empty, self.facts_of = step, empty, facts_of
         self.max_bytes, self.per_scope = max_bytes, per_scope
-        self._scopes: OrderedDict[str, list[_Walked]] = OrderedDict()
+        self._scopes: OrderedDict[str, list[ChainWalk]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -74,6 +95,13 @@ class ChainDigests:
 
     def digests(self, scope: str, items: Sequence[Any]) -> list[str]:
         """`out[i]`: the digest before `items[i]`; `out[len(items)]`: of all of them."""
+        walked = self.walk(scope, items)
+        self.remember(walked)
+        return walked.digests
+
+    def walk(self, scope: str, items: Sequence[Any], salt: str = "") -> ChainWalk:
+        """`items` stepped, reusing what an earlier request of `scope` computed (not
+        remembered until `remember`, once the request has added its keys)."""
         encoded = [_encoded(item) for item in items]
         with self._lock:
             candidates = list(self._scopes.get(scope, ()))
@@ -83,28 +111,41 @@ class ChainDigests:
             if matched > same:
                 earlier, same = candidate, matched
         out = [self.empty]
-        step = self.step
+        facts_of, step = self.facts_of, self.step
+        facts: list[Any] = []
+        keys: dict[int, str] = {}
         if earlier is None:
             for item in items:
                 out.append(step(out[-1], item))
+            if facts_of is not None:
+                facts = [facts_of(item) for item in items]
         else:
             out += earlier.digests[1 : same + 1]
+            if facts_of is not None:
+                facts = earlier.facts[:same]
+            if earlier.salt == salt:
+                keys = {i: key for i, key in earlier.keys.items() if i < same}
             before, known, limit = earlier.digests, earlier.encoded, len(earlier.encoded)
             for i in range(same, len(items)):
                 code = encoded[i]
-                if i < limit and code is not None and code == known[i] and out[i] == before[i]:
+                equal = i < limit and code is not None and code == known[i]
+                if equal and out[i] == before[i]:
                     out.append(before[i + 1])
                 else:
                     out.append(step(out[i], items[i]))
-        # The request replaces the conversation it continues (most of it equal); one that
-        # only shares a beginning with it is remembered beside it.
-        replaces = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
-        self._remember(scope, _Walked(encoded, out, sum(len(c or b"") for c in encoded)), replaces)
-        return out
+                if facts_of is not None:
+                    facts.append(earlier.facts[i] if equal else facts_of(items[i]))
+        size = sum(len(code or b"") for code in encoded)
+        # A request that only shares a beginning with a remembered conversation is remembered
+        # beside it.
+        continues = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
+        return ChainWalk(scope, encoded, out, facts, salt, keys, same, size, continues)
 
-    def _remember(self, scope: str, walked: _Walked, replaces: _Walked | None) -> None:
+    def remember(self, walked: ChainWalk) -> None:
+        """Keep `walked` for the next requests of its scope."""
+        replaces, walked.continues = walked.continues, None
         with self._lock:
-            held = self._scopes.pop(scope, [])
+            held = self._scopes.pop(walked.scope, [])
             if replaces is not None and replaces in held:
                 held.remove(replaces)
                 self._bytes -= replaces.size
@@ -112,7 +153,7 @@ class ChainDigests:
             self._bytes += walked.size
             while len(held) > self.per_scope:
                 self._bytes -= held.pop().size
-            self._scopes[scope] = held
+            self._scopes[walked.scope] = held
             while self._bytes > self.max_bytes and self._scopes:
                 _, dropped = self._scopes.popitem(last=False)
                 self._bytes -= sum(w.size for w in dropped)

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.formats import blocks, items
+from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.memo.chain_digests import ChainDigests
 
 SCOPE = "ns=test"
@@ -104,6 +105,36 @@ def test_memoised_equals_unmemoised_on_random_conversations(
         assert memo.held_bytes <= 2_000 or memo.conversations == 1
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=conversation,
+    edits=st.lists(edit, max_size=8),
+    systems=st.lists(st.sampled_from(["", "You are Claude Code.", "Another prompt."]), min_size=9),
+    policy=st.sampled_from(list(TurnPolicy)),
+)
+def test_memoised_facts_and_keys_equal_what_the_walk_reads_and_makes(
+    start: list[Any], edits: list[tuple[Any, ...]], systems: list[str], policy: TurnPolicy
+) -> None:
+    """The block format's facts of each message and its store keys (which also depend on the
+    system prompt, the memo's salt) are the ones read and made without the memo."""
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
+    history = copy.deepcopy(start)
+    for change, system_prompt in zip([("same", 0), *edits], systems, strict=False):
+        history = _apply(history, change)
+        system = blocks.system_digest(system_prompt)
+        walked = memo.walk(SCOPE, history, system)
+        assert walked.facts == blocks.all_facts(history)
+        turn_start = len(history) // 2 - 1
+        got = blocks.wanted(
+            SCOPE, history, policy, turn_start, walked.digests, system, walked.facts, walked.keys
+        )
+        fresh = blocks.wanted(
+            SCOPE, history, policy, turn_start, blocks.prefix_digests(history), system
+        )
+        assert got == fresh
+        memo.remember(walked)
+
+
 def _claude_code(turns: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(turns):
@@ -146,6 +177,22 @@ def test_a_continued_conversation_steps_only_its_new_messages() -> None:
     # another scope never reuses this scope's conversations
     memo.digests("ns=other", copy.deepcopy(second))
     assert counted.steps == 63 + 63
+
+
+def test_the_keys_of_a_continued_conversation_are_made_once_per_system_prompt() -> None:
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
+    system = blocks.system_digest("You are Claude Code.")
+    first = _claude_code(20)
+    walked = memo.walk(SCOPE, first, system)
+    missing, _ = blocks.wanted(
+        SCOPE, first, TurnPolicy.ALL_TURNS, 57, walked.digests, system, walked.facts, walked.keys
+    )
+    memo.remember(walked)
+    assert len(missing) == 20 and walked.keys == missing
+    second = copy.deepcopy(first) + _claude_code(21)[-3:]
+    walked = memo.walk(SCOPE, second, system)
+    assert walked.keys == missing  # the 20 made by the first request, before it is extended
+    assert memo.walk(SCOPE, second, blocks.system_digest("Another prompt.")).keys == {}
 
 
 def test_moved_cache_markers_step_only_the_messages_that_moved() -> None:

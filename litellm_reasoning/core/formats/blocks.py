@@ -23,7 +23,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..extract import BLOCK_TYPES, _parts_from_blocks
 from ..limits import leave_out
@@ -61,6 +61,56 @@ def chat_user_turns(messages: Sequence[Any]) -> list[bool]:
         if any(not (isinstance(b, dict) and b.get("type") == "tool_result") for b in blocks):
             out.append(starts_turn(message))
     return out
+
+
+class BlockFacts(NamedTuple):
+    """What the steps of a request read of one message, read once (`facts_of`)."""
+
+    assistant: bool
+    """An assistant message (a dict)."""
+    asks: bool
+    """`_asks`: a user message that holds more than tool results."""
+    reasoning_at: tuple[int, ...]
+    """Where its thinking and redacted-thinking blocks stand among its content blocks."""
+    blocks: int
+    """How many content blocks it has."""
+    tool_uses: bool
+    compaction: bool
+    """An assistant message holding a compaction block."""
+
+
+def facts_of(message: Any) -> BlockFacts:
+    """`BlockFacts` of `message`, in one pass over its blocks."""
+    if not isinstance(message, Mapping):
+        return BlockFacts(False, False, (), 0, False, False)
+    role = message.get("role")
+    content = content_blocks(message.get("content"))
+    reasoning_at: list[int] = []
+    only_results, tool_uses, compaction = True, False, False
+    for j, block in enumerate(content):
+        kind = block.get("type") if isinstance(block, dict) else None
+        if kind in BLOCK_TYPES:
+            reasoning_at.append(j)
+        elif kind == "tool_use":
+            tool_uses = True
+        elif isinstance(block, Mapping) and block.get("type") == COMPACTION:
+            compaction = True
+        if kind != "tool_result":
+            only_results = False
+    asks = role == "user" and (not content or not only_results)
+    compacts = role == "assistant" and compaction and isinstance(message.get("content"), list)
+    return BlockFacts(
+        role == "assistant" and isinstance(message, dict),
+        asks,
+        tuple(reasoning_at),
+        len(content),
+        tool_uses,
+        compacts,
+    )
+
+
+def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
+    return [facts_of(message) for message in messages]
 
 
 def _plain(block: Any) -> Any:
@@ -195,19 +245,17 @@ COMPACTION = "compaction"
 every message before it, which the API no longer reads."""
 
 
-def compaction_index(messages: Sequence[Any]) -> int | None:
+def compaction_index(
+    messages: Sequence[Any], facts: Sequence[BlockFacts] | None = None
+) -> int | None:
     """The last assistant message holding a compaction block (None: no compaction). Nothing
     before it is restored; the turns kept after it go back unchanged, as the current turn's do:
     the API checks their thinking against the compacted conversation ("Compaction and preserved
-    thinking"), so neither the policy nor the budget may take any of it."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if not isinstance(message, Mapping) or message.get("role") != "assistant":
-            continue
-        content = message.get("content")
-        if isinstance(content, list) and any(
-            isinstance(block, Mapping) and block.get("type") == COMPACTION for block in content
-        ):
+    thinking"), so neither the policy nor the budget may take any of it. `facts`: `all_facts`
+    of `messages`, when already read."""
+    facts = all_facts(messages) if facts is None else facts
+    for index in range(len(facts) - 1, -1, -1):
+        if facts[index].compaction:
             return index
     return None
 
@@ -216,8 +264,11 @@ def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool
     """Whether an Anthropic-format assistant message carries its reasoning: as `policy` says
     (`TurnPolicy.keeps_at`), and the current turn always (Claude's validity rule: its tool loop
     needs it, even under `none`)."""
-    uses = bool(_tool_uses(message))
-    return index > turn_start or policy.keeps_at(index, turn_start, calls_tools=uses)
+    return _keeps(policy, index, turn_start, facts_of(message))
+
+
+def _keeps(policy: TurnPolicy, index: int, turn_start: int, facts: BlockFacts) -> bool:
+    return index > turn_start or policy.keeps_at(index, turn_start, calls_tools=facts.tool_uses)
 
 
 def wanted(
@@ -227,36 +278,43 @@ def wanted(
     turn_start: int,
     digests: Sequence[str],
     system: str = EMPTY,
+    facts: Sequence[BlockFacts] | None = None,
+    keys: dict[int, str] | None = None,
 ) -> tuple[dict[int, str], dict[int, str]]:
     """Message index -> store key of each assistant message that carries reasoning under
     `policy` and came (1) without its blocks, or (2) with them in an order that may not be the
     one Claude issued (more than one block, or one that does not lead, beside tool uses: Claude
-    Code moves interleaved blocks, anthropics/claude-code#63508). One walk, one read."""
+    Code moves interleaved blocks, anthropics/claude-code#63508). One walk, one read. `facts`:
+    `all_facts(messages)` when already read; `keys`: message index -> key already known for
+    this scope, system prompt and conversation up to that message (a prefix memo's), where the
+    keys made are added."""
+    facts = all_facts(messages) if facts is None else facts
+    keys = {} if keys is None else keys
     missing: dict[int, str] = {}
     reorderable: dict[int, str] = {}
     asked_at = -1  # the last user message before `i` that is not only tool results
     asked_shape = b""
-    for i, message in enumerate(messages):
-        if _asks(message):
+    for i, fact in enumerate(facts):
+        if fact.asks:
             asked_at, asked_shape = i, b""
-        if not (isinstance(message, dict) and message.get("role") == "assistant"):
+        if not fact.assistant:
             continue
-        content = content_blocks(message.get("content"))
-        places = [
-            j for j, b in enumerate(content) if isinstance(b, dict) and b.get("type") in BLOCK_TYPES
-        ]
+        places = fact.reasoning_at
         if places:
             moved = len(places) > 1 or places[0] != 0
-            if not (moved and _tool_uses(message)):
+            if not (moved and fact.tool_uses):
                 continue
             into = reorderable
         else:
             into = missing
-        if keeps(policy, i, turn_start, message):
-            if asked_at >= 0 and not asked_shape:
-                asked_shape = shape(messages[asked_at])
-            place = _place(i, asked_at, asked_shape, system)
-            into[i] = message_key(scope, digests[i], message, place)
+        if _keeps(policy, i, turn_start, fact):
+            key = keys.get(i)
+            if key is None:
+                if asked_at >= 0 and not asked_shape:
+                    asked_shape = shape(messages[asked_at])
+                place = _place(i, asked_at, asked_shape, system)
+                key = keys[i] = message_key(scope, digests[i], messages[i], place)
+            into[i] = key
     return missing, reorderable
 
 
@@ -288,17 +346,19 @@ class Limited:
 
 
 def own_tokens(
-    messages: Sequence[Any], policy: TurnPolicy, start: int, count: Callable[[Reasoning], int]
+    messages: Sequence[Any],
+    policy: TurnPolicy,
+    start: int,
+    count: Callable[[Reasoning], int],
+    facts: Sequence[BlockFacts] | None = None,
 ) -> dict[int, int]:
     """The tokens of the blocks the client's assistant messages carry where `policy` keeps
     them (what `limit` counts of them), by index."""
+    facts = all_facts(messages) if facts is None else facts
     tokens: dict[int, int] = {}
-    for i, message in enumerate(messages):
-        if not (isinstance(message, dict) and message.get("role") == "assistant"):
-            continue
-        blocks = reasoning_blocks(message)
-        if blocks and keeps(policy, i, start, message):
-            record = reasoning_of_blocks(blocks)
+    for i, fact in enumerate(facts):
+        if fact.assistant and fact.reasoning_at and _keeps(policy, i, start, fact):
+            record = reasoning_of_blocks(reasoning_blocks(messages[i]))
             if record is not None:
                 tokens[i] = count(record)
     return tokens
@@ -314,6 +374,7 @@ def limit(
     count: Callable[[Reasoning], int],
     earlier_required: bool = False,
     unread: Mapping[int, int] | None = None,
+    facts: Sequence[BlockFacts] | None = None,
 ) -> Limited:
     """Earlier turns carry what `policy` keeps and what fits in `max_tokens` (the chat path's
     rules, `core.limits`): blocks a client kept on a turn the policy leaves out are taken out,
@@ -322,18 +383,14 @@ def limit(
     a tool-call message without its block on any turn): the budget leaves the kept ones alone.
     The current turn is never touched, nor a message the blocks alone make (an empty message
     would be refused). `unread`: the stored blocks the budget left unread (index -> tokens):
-    counted as kept, and over the budget whatever the rest holds."""
+    counted as kept, and over the budget whatever the rest holds. `facts`: `all_facts` of
+    `messages`, when already read."""
+    facts = all_facts(messages) if facts is None else facts
     out = list(messages)
-    assistant = [
-        i for i, m in enumerate(messages) if isinstance(m, dict) and m.get("role") == "assistant"
-    ]
-    carrying = [
-        i
-        for i in assistant
-        if (blocks := reasoning_blocks(messages[i]))
-        and len(blocks) < len(content_blocks(messages[i].get("content")))
-    ]
-    skipped = [i for i in assistant if i <= start and not keeps(policy, i, start, messages[i])]
+    assistant = [i for i, fact in enumerate(facts) if fact.assistant]
+    # Blocks beside other content (the blocks alone make a message an empty one without them)
+    carrying = [i for i in assistant if 0 < len(facts[i].reasoning_at) < facts[i].blocks]
+    skipped = [i for i in assistant if i <= start and not _keeps(policy, i, start, facts[i])]
     skipped_set = set(skipped)
     stripped = [i for i in carrying if i in skipped_set]
     kept = [i for i in carrying if i not in skipped_set]
@@ -376,15 +433,17 @@ def summary_counts(
     missing: Sequence[int],
     limited: Limited | None = None,
     reordered: Sequence[int] = (),
+    facts: Sequence[BlockFacts] | None = None,
 ) -> tuple[dict[str, str], list[Reasoning]]:
     """Per message "restored" / "kept" / "reordered" / "missing" / "stripped" / "over_budget"
     for the decisions summary, and the records the request carries (what its reasoning tokens
     are counted from)."""
+    facts = all_facts(messages) if facts is None else facts
     per_message: dict[str, str] = {}
     sent: list[Reasoning] = []
-    for i, message in enumerate(messages):
-        blocks = reasoning_blocks(message)
-        if blocks:
+    for i, fact in enumerate(facts):
+        if fact.reasoning_at:
+            blocks = reasoning_blocks(messages[i])
             per_message[str(i)] = (
                 "restored" if i in restored else "reordered" if i in reordered else "kept"
             )
