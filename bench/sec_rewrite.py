@@ -16,6 +16,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import litellm
+import sec_rewrite_messages
 from common import (
     TOOLS,
     Section,
@@ -341,6 +342,11 @@ def run(
         ],
         rows,
     )
+    litellm.callbacks = [cb]
+    try:
+        sec_rewrite_messages.add_to(section, cb, sizes, max(min_repeat, 5))
+    finally:
+        litellm.callbacks = previous
 
     def growth(per: dict[int, float]) -> float:
         ordered = sorted(per)

@@ -155,7 +155,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         engine.report.stats["stripped"] += len(limited.stripped)
         engine.report.stats["over_budget"] += len(limited.over_budget)
         indices = (restored_at, missing, reordered_at)
-        _decide(engine, state, target, out, message_facts, indices, limited)
+        _decide(engine, state, target, out, message_facts, indices, limited, stored)
         engine.conclude(
             state,
             target,
@@ -223,12 +223,14 @@ def _decide(
     facts: Sequence[blocks.BlockFacts],
     indices: tuple[Sequence[int], Sequence[int], Sequence[int]],
     limited: blocks.Limited,
+    stored: Mapping[int, Reasoning],
 ) -> None:
     """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
-    it for chat); `indices`: the messages restored, missing and reordered."""
+    it for chat); `indices`: the messages restored, missing and reordered; `stored`: the
+    records restored, by index."""
     restored, missing, reordered = indices
     per_message, sent = blocks.summary_counts(
-        messages, restored, missing, limited, reordered, facts
+        messages, restored, missing, limited, reordered, facts, stored
     )
     tokens = sum(map(engine.count_tokens, sent))
     summary = summary_of(target, per_message, tokens, limited.saved)

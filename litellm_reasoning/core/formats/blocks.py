@@ -81,20 +81,25 @@ class BlockFacts(NamedTuple):
 
 def facts_of(message: Any) -> BlockFacts:
     """`BlockFacts` of `message`, in one pass over its blocks."""
-    if not isinstance(message, Mapping):
+    if type(message) is not dict and not isinstance(message, Mapping):
         return BlockFacts(False, False, (), 0, False, False)
     role = message.get("role")
     content = content_blocks(message.get("content"))
     reasoning_at: list[int] = []
     only_results, tool_uses, compaction = True, False, False
     for j, block in enumerate(content):
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind in BLOCK_TYPES:
-            reasoning_at.append(j)
-        elif kind == "tool_use":
-            tool_uses = True
-        elif isinstance(block, Mapping) and block.get("type") == COMPACTION:
-            compaction = True
+        if type(block) is dict or isinstance(block, dict):
+            kind = block.get("type")
+            if kind in BLOCK_TYPES:
+                reasoning_at.append(j)
+            elif kind == "tool_use":
+                tool_uses = True
+            elif kind == COMPACTION:
+                compaction = True
+        else:
+            kind = None
+            if isinstance(block, Mapping) and block.get("type") == COMPACTION:
+                compaction = True
         if kind != "tool_result":
             only_results = False
     asks = role == "user" and (not content or not only_results)
@@ -434,20 +439,25 @@ def summary_counts(
     limited: Limited | None = None,
     reordered: Sequence[int] = (),
     facts: Sequence[BlockFacts] | None = None,
+    records: Mapping[int, Reasoning] | None = None,
 ) -> tuple[dict[str, str], list[Reasoning]]:
     """Per message "restored" / "kept" / "reordered" / "missing" / "stripped" / "over_budget"
     for the decisions summary, and the records the request carries (what its reasoning tokens
-    are counted from)."""
+    are counted from). `records`: the records restored messages got their blocks from, by
+    index (not read back out of the blocks)."""
+    records = {} if records is None else records
     facts = all_facts(messages) if facts is None else facts
     per_message: dict[str, str] = {}
     sent: list[Reasoning] = []
+    restored_set, reordered_set = set(restored), set(reordered)
     for i, fact in enumerate(facts):
         if fact.reasoning_at:
-            blocks = reasoning_blocks(messages[i])
             per_message[str(i)] = (
-                "restored" if i in restored else "reordered" if i in reordered else "kept"
+                "restored" if i in restored_set else "reordered" if i in reordered_set else "kept"
             )
-            record = reasoning_of_blocks(blocks)
+            record = records.get(i) if i in restored_set else None
+            if record is None:
+                record = reasoning_of_blocks(reasoning_blocks(messages[i]))
             if record is not None:
                 sent.append(record)
     per_message.update(dict.fromkeys(map(str, missing), "missing"))

@@ -1,0 +1,216 @@
+"""The rewrite of `/v1/messages` requests (Claude Code, the Anthropic SDKs) against its floor:
+part of the rewrite section, a table of its own (the block-messages format's flow)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+from common import Section, fmt_ms, fmt_ratio, median
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.formats import blocks
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.turns import current_turn_start
+from litellm_reasoning.memo.chain_digests import ChainDigests
+from litellm_reasoning.wire.anthropic.messages import record_of_reply
+
+CLOCK = time.process_time
+MODEL = "claude-opus-4-5"
+"""Claude Opus 4.5 keeps its thinking on every turn (policy all_turns): every assistant message
+of the history is looked up and restored (the heaviest rule of this format)."""
+SYSTEM = "You are Claude Code, an interactive CLI tool. Use the tools."
+
+
+def claude_code_history(n: int) -> tuple[list[dict[str, Any]], dict[int, dict[str, Any]]]:
+    """A Claude Code session of about `n` Anthropic-format messages: turns of a user request,
+    tool uses (assistant) and their results (user), and a final answer; the client dropped
+    the thinking blocks. Returns the messages and each assistant message's thinking block."""
+    messages: list[dict[str, Any]] = []
+    thinking: dict[int, dict[str, Any]] = {}
+    task = 0
+    while len(messages) < n - 1:
+        task += 1
+        messages.append(
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": f"Fix the parser (task {task})."}],
+            }
+        )
+        for step in range(8):
+            if len(messages) >= n - 2:
+                break
+            tool_id = f"toolu_{uuid.uuid4().hex[:20]}"
+            thinking[len(messages)] = {
+                "type": "thinking",
+                "thinking": f"Step {step}: read the next file and check the failing case. " * 8,
+                "signature": "EqQBCkYIBxgCKkB" + uuid.uuid4().hex * 4,
+            }
+            messages.append(
+                {
+                    "role": "assistant",
+                    "content": [
+                        {"type": "text", "text": "Let me look."},
+                        {
+                            "type": "tool_use",
+                            "id": tool_id,
+                            "name": "Read",
+                            "input": {"file_path": f"src/p{len(messages)}.py", "limit": 200},
+                        },
+                    ],
+                }
+            )
+            messages.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": tool_id,
+                            "content": "def parse(x):\n    return x\n" * 20,
+                        }
+                    ],
+                }
+            )
+        if len(messages) < n - 1:
+            thinking[len(messages)] = {"type": "thinking", "thinking": "Done.", "signature": "Eq"}
+            messages.append({"role": "assistant", "content": [{"type": "text", "text": "Fixed."}]})
+    if messages[-1]["role"] != "user":
+        messages.append({"role": "user", "content": [{"type": "text", "text": "Thanks. Next?"}]})
+    return messages, thinking
+
+
+def hook_kwargs(messages: list[Any]) -> dict[str, Any]:
+    """The kwargs of `async_pre_call_deployment_hook` for LiteLLM's `anthropic_messages`."""
+    return {
+        "model": MODEL,
+        "custom_llm_provider": "anthropic",
+        "api_key": "k",
+        "litellm_call_id": str(uuid.uuid4()),
+        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
+        "messages": messages,
+        "system": SYSTEM,
+        "max_tokens": 32000,
+    }
+
+
+def prime(cb: ReasoningCallback, messages: list[Any], thinking: dict[int, Any]) -> int:
+    """Each assistant message's thinking block in the store, where a capture files it."""
+    scope = cb.engine.facts_of(hook_kwargs(messages)).scope
+    system = blocks.system_digest(SYSTEM)
+    missing, _ = blocks.wanted(
+        scope,
+        messages,
+        TurnPolicy.ALL_TURNS,
+        current_turn_start(messages),
+        blocks.prefix_digests(messages),
+        system,
+    )
+    records = {}
+    for i, key in missing.items():
+        record = record_of_reply(
+            [thinking[i], *messages[i]["content"]], provider="anthropic", model=MODEL
+        )
+        if record is not None:
+            records[key] = record
+    cb.store.put_many(scope, records)
+    return len(records)
+
+
+async def _once(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
+    kwargs = hook_kwargs(json.loads(json.dumps(messages)))  # new dicts, as the proxy parses
+    start = CLOCK()
+    out = await cb.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
+    elapsed = CLOCK() - start
+    cb.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
+    assert out is not None
+    return elapsed, out["messages"]
+
+
+async def _warm(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
+    await _once(cb, messages[:-2])
+    return await _once(cb, messages)
+
+
+async def _cold(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
+    engine = cb.engine
+    remembered = engine.block_digests
+    engine.block_digests = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
+    try:
+        return await _once(cb, messages)
+    finally:
+        engine.block_digests = remembered
+
+
+def add_to(section: Section, cb: ReasoningCallback, sizes: list[int], repeat: int) -> None:
+    """The `/v1/messages` table of the rewrite section, by `cb` (registered with LiteLLM)."""
+    rows = []
+    for n in sizes:
+        messages, thinking = claude_code_history(n)
+        primed = prime(cb, messages, thinking)
+        before = cb.stats["restored"]
+        _, wire = asyncio.run(_cold(cb, messages))
+        restored = cb.stats["restored"] - before
+        assert restored == primed, (restored, primed)
+        _, warm_wire = asyncio.run(_warm(cb, messages))
+        assert warm_wire == wire, "the remembered history changed what is sent"
+
+        async def measure(
+            wire: list[Any] = wire, messages: list[Any] = messages
+        ) -> dict[str, list[float]]:
+            times: dict[str, list[float]] = {"dumps": [], "warm": [], "cold": []}
+            for r in range(repeat):
+                for arm in ("dumps", "warm", "cold")[:: 1 if r % 2 else -1]:
+                    if arm == "dumps":
+                        s = CLOCK()
+                        json.dumps(wire)
+                        times[arm].append(CLOCK() - s)
+                    else:
+                        run = _warm if arm == "warm" else _cold
+                        times[arm].append((await run(cb, messages))[0])
+            return times
+
+        times = asyncio.run(measure())
+        dumps, warm, cold = (median(times[a]) for a in ("dumps", "warm", "cold"))
+        rows.append(
+            [
+                str(len(messages)),
+                str(restored),
+                fmt_ms(dumps),
+                fmt_ms(warm),
+                fmt_ratio(warm / dumps),
+                fmt_ms(cold),
+                fmt_ratio(cold / dumps),
+                str(repeat),
+            ]
+        )
+        print(
+            f"  /v1/messages n={len(messages)}: warm {fmt_ms(warm)} cold {fmt_ms(cold)}", flush=True
+        )
+    section.lines.append("`/v1/messages` (Claude Code):")
+    section.lines.append("")
+    section.table(
+        [
+            "messages",
+            "restored",
+            "json.dumps (floor)",
+            "rewrite",
+            "ratio",
+            "rewrite, cold",
+            "ratio, cold",
+            "reps",
+        ],
+        rows,
+    )
+    section.note(
+        f"`/v1/messages`: a Claude Code-like session ({MODEL}: policy all_turns, every "
+        "assistant message's signed thinking block dropped by the client and restored from the "
+        "in-memory store), through the deployment hook as LiteLLM calls it for "
+        "`anthropic_messages`; `rewrite`: the session's previous request went through just "
+        "before (the format's prefix memo holds it); `cold`: the memo empty. Process CPU time, "
+        "medians, the arms interleaved; no goal of its own (info)."
+    )
