@@ -50,7 +50,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         if not dialect.keeps_block_order and not as_issued:
             # LiteLLM's chat adapter: rendered on the chat call it makes (same logging object),
             # which is told which of its user messages start a turn.
-            state.adapter_turns = blocks.chat_user_turns(messages)
+            state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(messages)
             return kwargs
         origin = facts.origin, facts.deployment_id
         system = blocks.system_digest(kwargs.get("system"))
@@ -263,7 +263,8 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
 def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     """An SDK stream's reply, from the SSE bytes LiteLLM collected (`patches`): LiteLLM's
     success event carries it chat-shaped, which would be filed under the wrong key."""
-    raw, state.raw_sse = state.raw_sse, None
+    collected = state.take(anthropic_messages.CollectedSSE)
+    raw = collected.pieces if collected is not None else None
     content = usage = model = None
     if raw is not None and not state.captured:
         with Contained(engine.report.fail, "reading a /v1/messages stream"):

@@ -15,7 +15,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
@@ -23,6 +23,8 @@ from ..core.reasoning import Reasoning
 
 LAYOUT_PATCH = "reply block order"
 """`CallState.body_patch` kind: a reply's blocks put back in their original order."""
+
+PartT = TypeVar("PartT")
 
 CALL_STATE_KEY = "litellm_reasoning_call"
 """Where a call's `CallState` sits in LiteLLM's per-call logging details."""
@@ -90,18 +92,11 @@ class CallState:
     """The summary as attached to LiteLLM's logging metadata (what the reply adds to)."""
     body_patch: tuple[str, list[Any]] | None = None
     """(dialect, rendered messages) when the provider body is patched too (Mistral)."""
-    responses_items: dict[int, dict[str, Any]] = field(default_factory=dict)
-    """Finished output items of a Responses stream, by output index."""
     stream: Callable[[], Any] | None = None
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
-    adapter_turns: list[bool] | None = None
-    """An Anthropic-format call LiteLLM's adapter sends on as chat completions: whether each
-    user message of the chat call it makes starts a turn (what the translation loses)."""
     stream_chunks: list[Any] | None = None
     """The chunk list of that stream (LiteLLM appends to it): still there for a capture made
     after the client let go of the stream itself."""
-    streamed_details: Any = None
-    """OpenRouter's raw streamed `reasoning_details` for this call (`StreamedDetails`)."""
     layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)
     """Rendered message index -> (layout, blocks in order): Claude messages whose blocks go back
     where they stood (`anthropic.apply_layout`)."""
@@ -114,9 +109,26 @@ class CallState:
     (`restored_records`), not on every request."""
     rendered_for: RenderedFor | None = None
     """The target the request was rendered for."""
-    raw_sse: list[bytes] | None = None
-    """An Anthropic-format SDK stream's SSE bytes, as LiteLLM collected them (`patches`)."""
+    parts: dict[type[Any], Any] = field(default_factory=dict, repr=False)
+    """What an adapter or a conversation format keeps of this call, one value per class of its
+    own (`part`, `peek`, `take`): streams read beside LiteLLM's, what a translation loses. The
+    call state knows none of them."""
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def part(self, kind: type[PartT]) -> PartT:
+        """This call's `kind`, made (with no arguments) on first use."""
+        found = self.parts.get(kind)
+        if found is None:
+            found = self.parts.setdefault(kind, kind())
+        return cast(PartT, found)
+
+    def peek(self, kind: type[PartT]) -> PartT | None:
+        """This call's `kind`, if one was made."""
+        return cast("PartT | None", self.parts.get(kind))
+
+    def take(self, kind: type[PartT]) -> PartT | None:
+        """This call's `kind`, if one was made, no longer kept."""
+        return cast("PartT | None", self.parts.pop(kind, None))
 
     def __copy__(self) -> CallState:
         return self

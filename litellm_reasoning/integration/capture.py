@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import identity
@@ -82,7 +82,7 @@ def _records_of(
         layout = block_order.reply_layout(call.provider, chunks, raw)
         transformed = block_order.input_transformations(call.provider, response, raw)
         _report_transformations(engine, state, transformed)
-        found = records(engine, call, response, state.streamed_details, layout)
+        found = records(engine, call, response, state.peek(StreamedDetails), layout)
         if call.origin is not None:
             found = {
                 key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
@@ -217,3 +217,14 @@ def sendable(reasoning: Reasoning) -> Reasoning | None:
 def primary(found: Mapping[str, Reasoning]) -> int:
     """How many of `found` are this release's own records (not copies for older replicas)."""
     return sum(not record.superseded for record in found.values())
+
+
+def keep_streamed_item(state: CallState, index: Any, item: dict[str, Any]) -> None:
+    """A Responses stream's finished output item, kept until the stream completes."""
+    state.part(responses_input.StreamedItems).keep(index, item)
+
+
+def streamed_output(state: CallState, output: Sequence[Any]) -> list[Any]:
+    """A completed Responses stream's output, with the items it finished in their places."""
+    streamed = state.take(responses_input.StreamedItems)
+    return streamed.over(output) if streamed is not None else list(output)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.formats.blocks import TranslatedTurns
 from ..core.turns import mark_deliveries
 from ..wire import get_dialect
 from . import sync_body
@@ -26,9 +27,10 @@ async def render_chat(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] 
     translated = state_in(details)
     state = engine.start(details)
     with fail_open(engine.report, "rendering the request", kwargs, "messages", state):
-        if translated is not None and translated.adapter_turns is not None:
+        turns = translated.peek(TranslatedTurns) if translated is not None else None
+        if turns is not None:
             # The chat call LiteLLM's adapter makes of an Anthropic-format request.
-            marked = mark_deliveries(messages, translated.adapter_turns)
+            marked = mark_deliveries(messages, turns.starts)
             messages = marked if marked is not None else messages
         rendered, target = await engine.arender(engine.facts_of(kwargs), messages, state)
         get_dialect(target.dialect).prepare_request(

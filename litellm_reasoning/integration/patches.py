@@ -42,6 +42,7 @@ from ..core.spelling import boolean
 from ..wire import get_dialect
 from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
+from ..wire.anthropic.messages import CollectedSSE
 from ..wire.openrouter.stream import StreamedDetails
 from .calls import LAYOUT_PATCH, CallState, state_in
 from .fallback import Contained
@@ -231,7 +232,7 @@ def watch_streams() -> None:
                             isinstance(stream, OpenAIChatCompletionStreamingHandler)
                             and _details_apart(state)
                         ):
-                            state.streamed_details = StreamedDetails()
+                            state.part(StreamedDetails)
                             stream._litellm_reasoning_state = state
 
             __init__._litellm_reasoning = True  # type: ignore[attr-defined]
@@ -256,7 +257,7 @@ def _feeding_details(parse: Callable[[Any, dict[str, Any]], Any]) -> Any:
     def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
         with contextlib.suppress(Exception):  # watching must never break the stream
             state = getattr(self, "_litellm_reasoning_state", None)
-            details = state.streamed_details if isinstance(state, CallState) else None
+            details = state.peek(StreamedDetails) if isinstance(state, CallState) else None
             if details is not None:
                 for choice in chunk.get("choices") or ():
                     delta = choice.get("delta") or {}
@@ -299,7 +300,7 @@ def keep_messages_stream_bytes() -> None:
                 raw = kwargs.get("raw_bytes")
                 state = state_in(getattr(logging_obj, "model_call_details", None))
                 if state is not None and state.messages_format and raw is not None:
-                    state.raw_sse = [bytes(piece) for piece in raw]
+                    state.part(CollectedSSE).pieces = [bytes(piece) for piece in raw]
             return await original(*args, **kwargs)
 
         route._litellm_reasoning = True  # type: ignore[attr-defined]

@@ -335,12 +335,10 @@ class ReasoningCallback(CustomLogger):
                 item = as_dict(getattr(response_chunk, "item", None))
                 index = getattr(response_chunk, "output_index", None)
                 if item is not None:
-                    done = state.responses_items
-                    done[index if isinstance(index, int) else len(done)] = item
+                    capture.keep_streamed_item(state, index, item)
                 return None
-            done, state.responses_items = state.responses_items, {}
             output = responses_output(getattr(response_chunk, "response", None)) or []
-            output = [done.get(i, item) for i, item in enumerate(output)]
+            output = capture.streamed_output(state, output)
             await adrive(self.engine.store, capture.capture(self.engine, state, Output(output)))
         return None
 

@@ -343,3 +343,27 @@ def test_a_call_one_callback_rendered_is_captured_by_no_other() -> None:
     assert state.claim(second.engine) is None
     assert state.claim(first.engine) is not None
     assert state.claim(first.engine) is None  # once
+
+
+def test_an_adapters_part_of_a_call_is_one_per_class_shared_by_copies_and_never_pickled() -> None:
+    """What an adapter keeps of a call (`CallState.part`) is one value per class it defines:
+    made on first use, the same through LiteLLM's copies of its details, gone once taken, and
+    nothing of it travels when the state is pickled for a subprocess."""
+    import copy
+    import pickle
+
+    from litellm_reasoning.integration.calls import CallState
+    from litellm_reasoning.wire.anthropic.messages import CollectedSSE
+    from litellm_reasoning.wire.openai_responses.input_items import StreamedItems
+
+    state = CallState()
+    assert state.peek(CollectedSSE) is None
+    state.part(CollectedSSE).pieces = [b"event: message_start\n"]
+    state.part(StreamedItems).keep(0, {"type": "reasoning"})
+    assert copy.deepcopy({"call": state})["call"].part(CollectedSSE).pieces == [
+        b"event: message_start\n"
+    ]
+    assert pickle.loads(pickle.dumps(state)).peek(CollectedSSE) is None
+    taken = state.take(StreamedItems)
+    assert taken is not None and taken.over([{"type": "message"}]) == [{"type": "reasoning"}]
+    assert state.take(StreamedItems) is None and state.peek(CollectedSSE) is not None

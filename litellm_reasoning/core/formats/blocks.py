@@ -49,6 +49,15 @@ def reasoning_blocks(message: Any) -> list[dict[str, Any]]:
     ]
 
 
+@dataclass(slots=True)
+class TranslatedTurns:
+    """Per call (`CallState.part`): an Anthropic-format call LiteLLM's adapter sends on as
+    chat completions, and whether each user message of the chat call it makes starts a turn
+    (`chat_user_turns`: what the translation loses)."""
+
+    starts: list[bool] = field(default_factory=list)
+
+
 def chat_user_turns(messages: Sequence[Any]) -> list[bool]:
     """For each user message LiteLLM's Anthropic-to-chat adapter makes of `messages` (one per
     Anthropic user message holding anything but `tool_result` blocks), whether it starts a

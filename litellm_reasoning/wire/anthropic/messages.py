@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from ...core.extract import BLOCK_TYPES, _parts_from_blocks
@@ -24,6 +25,14 @@ from .dialect import (
     same_blocks,
     thinking_blocks,
 )
+
+
+@dataclass(slots=True)
+class CollectedSSE:
+    """Per call (`CallState.part`): an Anthropic-format SDK stream's SSE bytes, as LiteLLM
+    collected them (its success event carries the reply chat-shaped)."""
+
+    pieces: list[bytes] = field(default_factory=list)
 
 
 def record_of_reply(

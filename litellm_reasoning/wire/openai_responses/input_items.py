@@ -25,6 +25,21 @@ from .dialect import encrypted_parts, issued_here, reasoning_input_items
 
 
 @dataclass(slots=True)
+class StreamedItems:
+    """Per call (`CallState.part`): the finished output items of a Responses stream, by output
+    index (the completed event's output may leave their reasoning out)."""
+
+    done: dict[int, dict[str, Any]] = field(default_factory=dict)
+
+    def keep(self, index: Any, item: dict[str, Any]) -> None:
+        self.done[index if isinstance(index, int) else len(self.done)] = item
+
+    def over(self, output: Sequence[Any]) -> list[Any]:
+        """`output` with each item this stream finished in its place."""
+        return [self.done.get(i, item) for i, item in enumerate(output)]
+
+
+@dataclass(slots=True)
 class RenderedInput:
     items: list[Any]
     restored: list[int] = field(default_factory=list)
