@@ -127,8 +127,13 @@ def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
     return [facts_of(message) for message in messages]
 
 
+_SHAPE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+"""`json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)`, made once (`dumps`
+makes an encoder per call for any argument of its own)."""
+
+
 def _plain(block: Any) -> Any:
-    if isinstance(block, dict):
+    if isinstance(block, dict) and "cache_control" in block:
         return {k: v for k, v in block.items() if k != "cache_control"}
     return block
 
@@ -143,7 +148,7 @@ def shape(message: Any) -> bytes:
         if not (isinstance(b, dict) and b.get("type") in BLOCK_TYPES)
     ]
     body = {"role": message.get("role"), "content": content}
-    return json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
+    return _SHAPE_ENCODER.encode(body).encode()
 
 
 def next_digest(before: str, message: Any) -> str:
@@ -189,7 +194,7 @@ def system_digest(system: Any) -> str:
     if all(isinstance(b, dict) and b.get("type") == "text" for b in plain):
         plain = ["".join(str(b.get("text", "")) for b in plain)]
     digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-sys")
-    digest.update(json.dumps(plain, sort_keys=True, separators=(",", ":"), default=str).encode())
+    digest.update(_SHAPE_ENCODER.encode(plain).encode())
     return digest.hexdigest()
 
 
