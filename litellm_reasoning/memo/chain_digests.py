@@ -12,7 +12,9 @@ the identity of the rest): what a request gets is exactly what the walk without 
 computes (tests/core/test_prefix_cache.py).
 
 Bounded: a few conversations per scope, scopes least recently used first out once the bytes
-held pass `max_bytes`. No LiteLLM, no I/O; safe to share between threads.
+held pass `max_bytes` (an item's bytes and its bookkeeping), and past `max_conversations` in
+all (many short conversations: a gateway's many end users). No LiteLLM, no I/O; safe to share
+between threads.
 """
 
 from __future__ import annotations
@@ -75,9 +77,12 @@ class ChainDigests:
         *,
         max_bytes: int = 32 * 1024 * 1024,
         per_scope: int = 4,
+        max_conversations: int = 2048,
     ) -> None:
         self.step, self.empty, self.facts_of = step, empty, facts_of
         self.max_bytes, self.per_scope = max_bytes, per_scope
+        self.max_conversations = max_conversations
+        self._count = 0
         self._scopes: OrderedDict[str, list[ChainWalk]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()
@@ -90,8 +95,7 @@ class ChainDigests:
     @property
     def conversations(self) -> int:
         """How many conversations are remembered, all scopes together."""
-        with self._lock:
-            return sum(map(len, self._scopes.values()))
+        return self._count
 
     def digests(self, scope: str, items: Sequence[Any]) -> list[str]:
         """`out[i]`: the digest before `items[i]`; `out[len(items)]`: of all of them."""
@@ -135,7 +139,7 @@ class ChainDigests:
                     out.append(step(out[i], items[i]))
                 if facts_of is not None:
                     facts.append(earlier.facts[i] if equal else facts_of(items[i]))
-        size = sum(len(code or b"") for code in encoded)
+        size = sum(len(code or b"") for code in encoded) + _ITEM_OVERHEAD * len(encoded)
         # A request that only shares a beginning with a remembered conversation is remembered
         # beside it.
         continues = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
@@ -148,15 +152,29 @@ class ChainDigests:
             held = self._scopes.pop(walked.scope, [])
             if replaces is not None and replaces in held:
                 held.remove(replaces)
-                self._bytes -= replaces.size
+                self._forgot(replaces)
             held.insert(0, walked)
             self._bytes += walked.size
+            self._count += 1
             while len(held) > self.per_scope:
-                self._bytes -= held.pop().size
+                self._forgot(held.pop())
             self._scopes[walked.scope] = held
-            while self._bytes > self.max_bytes and self._scopes:
-                _, dropped = self._scopes.popitem(last=False)
-                self._bytes -= sum(w.size for w in dropped)
+            while (self._bytes > self.max_bytes or self._count > self.max_conversations) and (
+                self._scopes
+            ):
+                oldest = next(iter(self._scopes.values()))
+                self._forgot(oldest.pop())
+                if not oldest:
+                    self._scopes.popitem(last=False)
+
+    def _forgot(self, walked: ChainWalk) -> None:
+        self._bytes -= walked.size
+        self._count -= 1
+
+
+_ITEM_OVERHEAD = 240
+"""Estimated bytes an item costs beside its `marshal` bytes: its bytes object, its digest and
+its facts (`sys.getsizeof` of those of a tool-use message: 226 bytes)."""
 
 
 def _equal_start(encoded: list[bytes | None], known: list[bytes | None]) -> int:

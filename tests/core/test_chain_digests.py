@@ -232,3 +232,18 @@ def test_bounds() -> None:
             memo.digests(f"ns={scope}", history)
         assert memo.held_bytes <= 50_000
     assert 0 < memo.conversations <= 2 * 40
+
+
+def test_many_short_conversations_are_capped_by_count() -> None:
+    """A gateway's many end users, each a short conversation: the byte estimate would let
+    millions in; the count caps them."""
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY, max_conversations=50)
+    for user in range(300):
+        memo.digests(f"ns=user-{user}", [{"role": "user", "content": f"hi {user}"}])
+        assert memo.conversations <= 50
+    assert memo.conversations == 50
+    # the most recent ones are kept
+    counted = CountedSteps()
+    memo.step = counted
+    memo.digests("ns=user-299", [{"role": "user", "content": "hi 299"}])
+    assert counted.steps == 0
