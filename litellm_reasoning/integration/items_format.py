@@ -69,11 +69,11 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
         scope = facts.scope
-        conversation = core_items.Conversation.of(
-            scope, items, engine.item_digests.digests(scope, items)
-        )
+        walked = engine.item_digests.walk(scope, items)
+        conversation = core_items.Conversation.of(scope, items, walked.digests, walked.keys)
         start = current_turn_start(items)  # one scan, for the plan, the read and the budget
         keys = core_items.wanted(conversation, target.policy, start)
+        engine.item_digests.remember(walked)
         own = input_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         # A reply is filed under the state before the item it precedes (none before item 0).

@@ -148,6 +148,8 @@ class ChainDigests:
     def remember(self, walked: ChainWalk) -> None:
         """Keep `walked` for the next requests of its scope."""
         replaces, walked.continues = walked.continues, None
+        # Its own copy: the request's dict may still get keys after this (never read here).
+        walked.keys = dict(walked.keys)
         with self._lock:
             held = self._scopes.pop(walked.scope, [])
             if replaces is not None and replaces in held:

@@ -135,6 +135,29 @@ def test_memoised_facts_and_keys_equal_what_the_walk_reads_and_makes(
         memo.remember(walked)
 
 
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    start=conversation,
+    edits=st.lists(edit, max_size=8),
+    policy=st.sampled_from(list(TurnPolicy)),
+)
+def test_memoised_input_item_keys_equal_what_the_walk_makes(
+    start: list[Any], edits: list[tuple[Any, ...]], policy: TurnPolicy
+) -> None:
+    """The Responses anchors' store keys a request reuses from its conversation's previous
+    request are the ones made without the memo."""
+    memo = ChainDigests(items.next_digest, identity.EMPTY_DIGEST)
+    history = copy.deepcopy(start)
+    for change in [("same", 0), *edits]:
+        history = _apply(history, change)
+        walked = memo.walk(SCOPE, history)
+        got = items.wanted(
+            items.Conversation.of(SCOPE, history, walked.digests, walked.keys), policy
+        )
+        assert got == items.wanted(items.Conversation.of(SCOPE, history), policy)
+        memo.remember(walked)
+
+
 def _claude_code(turns: int) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for i in range(turns):

@@ -82,18 +82,29 @@ class Conversation:
     (for a reasoning item: up to the item before it)."""
     digest: str = identity.EMPTY_DIGEST
     """The whole input: what the reply answers."""
+    keys: dict[int, str] = field(default_factory=dict)
+    """Anchor index -> store key, made once (some known beforehand: a prefix memo's)."""
 
     @classmethod
     def of(
-        cls, scope: str, items: Sequence[Any], chained: Sequence[str] | None = None
+        cls,
+        scope: str,
+        items: Sequence[Any],
+        chained: Sequence[str] | None = None,
+        keys: dict[int, str] | None = None,
     ) -> Conversation:
-        """`chained`: `chained_digests(items)` when already known (a prefix memo's)."""
+        """`chained`: `chained_digests(items)` when already known (a prefix memo's); `keys`:
+        the store keys already known for this scope and the items up to them, where the keys
+        made are added."""
         if chained is None:
             chained = chained_digests(items)
-        return cls(scope, list(items), list(chained[1:]), chained[-1])
+        return cls(scope, list(items), list(chained[1:]), chained[-1], {} if keys is None else keys)
 
     def key(self, index: int) -> str:
-        return anchor_key(self.scope, self.items[index], self.digests[index])
+        key = self.keys.get(index)
+        if key is None:
+            key = self.keys[index] = anchor_key(self.scope, self.items[index], self.digests[index])
+        return key
 
 
 def next_digest(before: str, item: Any) -> str:
