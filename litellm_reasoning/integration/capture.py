@@ -74,22 +74,20 @@ def _records_of(
     if call.continues_prefill:
         logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
         return {}
-    with Contained(engine.report.fail, "capturing the reply's reasoning"):
-        raw = block_order.raw_reply(call.provider, source)
-        chunks = source if isinstance(source, list) else None
-        if chunks is None and block_order.reads_block_order(call.provider):
-            chunks = stream_chunks(state)
-        layout = block_order.reply_layout(call.provider, chunks, raw)
-        transformed = block_order.input_transformations(call.provider, response, raw)
-        _report_transformations(engine, state, transformed)
-        found = records(engine, call, response, state.peek(StreamedDetails), layout)
-        if call.origin is not None:
-            found = {
-                key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
-                for key, record in found.items()
-            }
-        return found
-    return {}
+    raw = block_order.raw_reply(call.provider, source)
+    chunks = source if isinstance(source, list) else None
+    if chunks is None and block_order.reads_block_order(call.provider):
+        chunks = stream_chunks(state)
+    layout = block_order.reply_layout(call.provider, chunks, raw)
+    transformed = block_order.input_transformations(call.provider, response, raw)
+    _report_transformations(engine, state, transformed)
+    found = records(engine, call, response, state.peek(StreamedDetails), layout)
+    if call.origin is not None:
+        found = {
+            key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
+            for key, record in found.items()
+        }
+    return found
 
 
 def _report_transformations(engine: Engine, state: CallState, found: list[dict[str, Any]]) -> None:

@@ -48,10 +48,8 @@ class ChainWalk:
     salt: str
     """What the keys depend on beside the scope and the items (a request's system prompt)."""
     keys: dict[int, str]
-    """Item index -> store key, of the items before `reused` reused from the earlier request
-    (same salt); the request adds the keys it makes."""
-    reused: int = 0
-    """How many leading items equal the earlier request's."""
+    """Item index -> store key: those of the items all equal to the earlier request's, reused
+    from it (same salt); the request adds the keys it makes."""
     size: int = 0
     continues: ChainWalk | None = None
     """The remembered walk this one continues (most of it equal): replaced by it once
@@ -143,7 +141,7 @@ class ChainDigests:
         # A request that only shares a beginning with a remembered conversation is remembered
         # beside it.
         continues = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
-        return ChainWalk(scope, encoded, out, facts, salt, keys, same, size, continues)
+        return ChainWalk(scope, encoded, out, facts, salt, keys, size, continues)
 
     def remember(self, walked: ChainWalk) -> None:
         """Keep `walked` for the next requests of its scope."""

@@ -78,7 +78,7 @@ class BlockFacts(NamedTuple):
     assistant: bool
     """An assistant message (a dict)."""
     asks: bool
-    """`_asks`: a user message that holds more than tool results."""
+    """A user message that holds more than tool results (what a step's place counts from)."""
     reasoning_at: tuple[int, ...]
     """Where its thinking and redacted-thinking blocks stand among its content blocks."""
     blocks: int
@@ -198,20 +198,10 @@ def system_digest(system: Any) -> str:
     return digest.hexdigest()
 
 
-def _asks(message: Any) -> bool:
-    """A user message that holds more than tool results (what a step's place counts from)."""
-    if not isinstance(message, Mapping) or message.get("role") != "user":
-        return False
-    blocks = content_blocks(message.get("content"))
-    return not blocks or any(
-        not (isinstance(b, dict) and b.get("type") == "tool_result") for b in blocks
-    )
-
-
 def place_of(messages: Sequence[Any], index: int, system: str) -> Place:
     """The `Place` of position `index` (`len(messages)`: the reply's)."""
     for position in range(index - 1, -1, -1):
-        if _asks(messages[position]):
+        if facts_of(messages[position]).asks:
             return _place(index, position, shape(messages[position]), system)
     return _place(index, -1, b"", system)
 
@@ -279,14 +269,10 @@ def compaction_index(
     return None
 
 
-def keeps(policy: TurnPolicy, index: int, turn_start: int, message: Any) -> bool:
-    """Whether an Anthropic-format assistant message carries its reasoning: as `policy` says
-    (`TurnPolicy.keeps_at`), and the current turn always (Claude's validity rule: its tool loop
-    needs it, even under `none`)."""
-    return _keeps(policy, index, turn_start, facts_of(message))
-
-
-def _keeps(policy: TurnPolicy, index: int, turn_start: int, facts: BlockFacts) -> bool:
+def keeps(policy: TurnPolicy, index: int, turn_start: int, facts: BlockFacts) -> bool:
+    """Whether an Anthropic-format assistant message (its `facts`) carries its reasoning: as
+    `policy` says (`TurnPolicy.keeps_at`), and the current turn always (Claude's validity rule:
+    its tool loop needs it, even under `none`)."""
     return index > turn_start or policy.keeps_at(index, turn_start, calls_tools=facts.tool_uses)
 
 
@@ -326,7 +312,7 @@ def wanted(
             into = reorderable
         else:
             into = missing
-        if _keeps(policy, i, turn_start, fact):
+        if keeps(policy, i, turn_start, fact):
             key = keys.get(i)
             if key is None:
                 if asked_at >= 0 and not asked_shape:
@@ -376,7 +362,7 @@ def own_tokens(
     facts = all_facts(messages) if facts is None else facts
     tokens: dict[int, int] = {}
     for i, fact in enumerate(facts):
-        if fact.assistant and fact.reasoning_at and _keeps(policy, i, start, fact):
+        if fact.assistant and fact.reasoning_at and keeps(policy, i, start, fact):
             record = reasoning_of_blocks(reasoning_blocks(messages[i]))
             if record is not None:
                 tokens[i] = count(record)
@@ -409,7 +395,7 @@ def limit(
     assistant = [i for i, fact in enumerate(facts) if fact.assistant]
     # Blocks beside other content (the blocks alone make a message an empty one without them)
     carrying = [i for i in assistant if 0 < len(facts[i].reasoning_at) < facts[i].blocks]
-    skipped = [i for i in assistant if i <= start and not _keeps(policy, i, start, facts[i])]
+    skipped = [i for i in assistant if i <= start and not keeps(policy, i, start, facts[i])]
     skipped_set = set(skipped)
     stripped = [i for i in carrying if i in skipped_set]
     kept = [i for i in carrying if i not in skipped_set]
