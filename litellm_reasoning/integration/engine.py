@@ -255,8 +255,8 @@ class Engine:
             return {}
         if required:
             self.report.stats["required_lookups"] += 1
-        # Captures open before the read: one that closes while the read is under way may have
-        # put its record (or kept it locally) just after the store answered.
+        # Captures open before each read: one that closes after the read began may have put its
+        # record (or kept it locally) just after the store answered.
         open_before = self.pending.open_among(scope, before.values())
         closes_before = self.pending.closes
         found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
@@ -267,39 +267,66 @@ class Engine:
             older = sorted({key for i in missed for key in older_keys.get(i, ())})
             if older:
                 found.update((yield Read(scope, older, required)))
-        late: set[str] = set()
-        if open_before:
-            open_now = self.pending.open_among(scope, open_before)
-            late = {
-                key
-                for i, key in keys.items()
-                if not _settled(found.get(key), before.get(i))
-                and before.get(i) in open_before - open_now
-            }
-        if places is not None and self.pending.closes != closes_before:
-            for i, key in keys.items():
-                place = None if key in found or key in late else places(i)
-                if place is not None and self.pending.closed_since(scope, place, closes_before):
-                    late.add(key)
-        if late:
-            found.update((yield Read(scope, sorted(late), required)))
         deadline = time.monotonic() + self.capture_wait_seconds
+        late_reads = 0
         while True:
             events, ready = self._open_captures(scope, keys, before, found, places)
             for state, assembled in ready:
                 yield from capture.capture(self, state, assembled)
-            if not events and not ready:
-                break
             if events:
                 self.report.stats["waited"] += 1
                 if not (yield WaitAny(events, deadline)):
                     break
-            missing = sorted(
-                {key for i, key in keys.items() if not _settled(found.get(key), before.get(i))}
-            )
+                missing = _unsettled(keys, before, found)
+            elif ready:
+                missing = _unsettled(keys, before, found)
+            else:
+                # Nothing open to wait for now: read again only what a capture that closed
+                # since the last read began may have just put (checked after the look for open
+                # captures, so a close at any moment after that read began is seen).
+                missing = self._closed_since(
+                    scope, keys, before, found, places, open_before, closes_before
+                )
+                late_reads += 1
+                if not missing or late_reads > _LATE_READS:
+                    break
+            open_before = self.pending.open_among(scope, before.values())
+            closes_before = self.pending.closes
             found.update((yield Read(scope, missing, required)))
         yield from self._own_conversations(scope, keys, before, found, required)
         return found
+
+    def _closed_since(
+        self,
+        scope: str,
+        keys: Mapping[int, str],
+        before: Mapping[int, str],
+        found: Mapping[str, Reasoning],
+        places: Callable[[int], str | None] | None,
+        open_before: set[str],
+        closes_before: int,
+    ) -> list[str]:
+        """The keys still unsettled whose capture closed after `closes_before` (its conversation
+        state in `open_before` and open no more, or its place closed since)."""
+        if self.pending.closes == closes_before:
+            return []
+        closed = open_before - self.pending.open_among(scope, open_before) if open_before else set()
+        if not closed and places is None:
+            return []
+        late: set[str] = set()
+        for i, key in keys.items():
+            state = before.get(i)
+            by_state = state in closed
+            if not by_state and (places is None or key in found):
+                continue
+            if _settled(found.get(key), state):
+                continue
+            place = None if by_state or places is None else places(i)
+            if by_state or (
+                place is not None and self.pending.closed_since(scope, place, closes_before)
+            ):
+                late.add(key)
+        return sorted(late)
 
     def _own_conversations(
         self,
@@ -690,6 +717,18 @@ class Engine:
         # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
         # is reused only while that reasoning is the same value): counted once per recipe.
         return self.token_memo.bind(history.recipes if history is not None else None, reasoning_at)
+
+
+_LATE_READS = 4
+"""Reads again for captures that closed since the last read, at most (each finds its record: more
+are other calls closing under the same place, on a busy worker)."""
+
+
+def _unsettled(
+    keys: Mapping[int, str], before: Mapping[int, str], found: Mapping[str, Reasoning]
+) -> list[str]:
+    """The keys of `keys` whose record is not settled yet (`_settled`)."""
+    return sorted({key for i, key in keys.items() if not _settled(found.get(key), before.get(i))})
 
 
 def _settled(record: Reasoning | None, before: str | None) -> bool:

@@ -41,7 +41,7 @@ from clients import READ_FILE
 from conftest import register
 from reliability_utils import CutServer, Plan, event_data, recorded_events
 
-from litellm_reasoning import ReasoningCallback
+from litellm_reasoning import Reasoning, ReasoningCallback
 
 DEEPSEEK_EVENTS = recorded_events("deepseek_thinking_stream")
 CLAUDE_EVENTS = recorded_events("anthropic_stream_tool_use")
@@ -556,3 +556,40 @@ def test_a_stream_the_client_let_go_of_is_assembled_from_its_chunks_once_finishe
     assert finished_stream(cut) is None
     captured = CallState(stream=lambda: None, stream_chunks=chunks, captured=True)
     assert finished_stream(captured) is None
+
+
+@pytest.mark.parametrize("filed_under", ["conversation", "place"])
+def test_a_capture_closing_just_before_the_request_looks_for_open_ones_is_read_again(
+    filed_under: str,
+) -> None:
+    """A capture (LiteLLM's logging thread) that writes its record and closes after the next
+    request's read began, at the moment that request looks for captures still open: nothing is
+    open any more, but the record has just landed, so it is read again, not gone without (what
+    a Claude tool loop then answers with 400). Found by its conversation state, or by its place
+    in the turn (a history cut at its head). Seen once in CI as a sync stream continued at once."""
+    from litellm_reasoning.integration.flows import drive
+    from litellm_reasoning.memo.pending import PendingCaptures
+    from litellm_reasoning.stores.memory import MemoryStore
+
+    record = Reasoning.from_text("Open the lexer first.")
+
+    class CaptureEndsAsTheRequestLooks(PendingCaptures):
+        def owners(self, scope: str, digest: str) -> list[tuple[threading.Event, Any]]:
+            if len(self):  # the logging thread finishes now: record written, capture closed
+                store.put_many(scope, {"key": record})
+                self.close("call-1")
+            return super().owners(scope, digest)
+
+    store = MemoryStore()
+    callback = ReasoningCallback(store)
+    engine = callback.engine
+    engine.pending = pending = CaptureEndsAsTheRequestLooks()
+    by_place = filed_under == "place"
+    pending.open("call-1", "scope", "state-before-5", owner=None, place="@turn-5")
+    # By place: the request's history was cut at its head, so no conversation state names it.
+    before = {} if by_place else {5: "state-before-5"}
+    places = (lambda i: "@turn-5") if by_place else None
+    flow = engine.lookup("scope", {5: "key"}, before, required=True, places=places)
+    found = drive(store, flow)
+    assert found == {"key": record}
+    assert len(pending) == 0
