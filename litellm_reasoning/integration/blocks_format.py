@@ -8,6 +8,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..core import identity
 from ..core.decisions import summary_of
 from ..core.formats import blocks
 from ..core.messages import continues_prefill
@@ -69,6 +70,16 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
         asked = {**wanted, **reorderable}
         previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
+        # Claude's open tool loop is refused without its block: that read may wait longer, and
+        # also for a capture filed under the message's place (a history cut at its head).
+        required = dialect.has_tool_loop_rule and blocks.refused_without(
+            cleaned, message_facts, wanted
+        )
+
+        def place_of(i: int) -> str | None:
+            if not message_facts[i].tool_uses:
+                return None
+            return identity.place_of(blocks.place_of(cleaned, i, system))
 
         def lookup(
             keys: dict[int, str], budget_may_drop: bool
@@ -85,6 +96,8 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
                 budget_may_drop=budget_may_drop
                 and not (as_issued or target.policy.earlier_turns_required),
                 legacy=previous,
+                required=required,
+                places=place_of if required else None,
                 budgeted=wanted,  # the reordered messages carry their blocks already
             )
 

@@ -316,3 +316,82 @@ async def test_a_refused_record_deleted_while_redis_stalls_is_deleted_when_it_re
     assert set(found) == {"kept", "new"}
     await worker_a.aclose()
     await worker_b.aclose()
+
+
+CLAUDE_SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-slow-store=="
+CLAUDE_TOOL = {
+    "name": "f",
+    "description": "f",
+    "input_schema": {"type": "object", "properties": {}},
+}
+
+
+@pytest.mark.parametrize("route", ["chat", "messages"])
+async def test_a_claude_tool_loop_waits_for_its_thinking_block_on_a_late_redis(
+    own_redis: OwnRedis, thaw_later: Any, route: str
+) -> None:
+    """Claude's open tool loop (the request ends with the tool's result) is refused without the
+    thinking block its tool use came with, on chat completions and on `/v1/messages` (Claude
+    Code): worker B continues worker A's loop for a client that dropped the block while Redis
+    is late; B's lookup is required, waits for Redis, and strict Claude takes the request."""
+    from clients import THINKING
+
+    from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
+
+    url = f"{own_redis.url}?timeout=0.2&required_timeout=10"
+    model = f"claude-sonnet-4-5-slow-{route}-{uuid.uuid4().hex[:6]}"
+    thinking = {"type": "thinking", "thinking": "Call f.", "signature": CLAUDE_SIG}
+    use = {"type": "tool_use", "id": "toolu_slow_1", "name": "f", "input": {}}
+    with AnthropicUpstream(strict=True) as claude:
+        claude.script(model, AnthropicReply([thinking, use]))
+        claude.always(model, AnthropicReply([{"type": "text", "text": "42"}]))
+        params: dict[str, Any] = {
+            "model": f"anthropic/{model}",
+            "api_base": claude.base_url,
+            "api_key": "k",
+            "max_tokens": 2048,
+            "thinking": THINKING,
+        }
+        worker_a = register(ReasoningCallback(store=url))
+        if route == "chat":
+            params["tools"] = [
+                {"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}
+            ]
+            messages: list[Any] = [{"role": "user", "content": "Use f."}]
+            await litellm.acompletion(messages=messages, **params)
+            messages += [
+                {"role": "assistant", "content": "", "tool_calls": [_call("toolu_slow_1")]},
+                {"role": "tool", "tool_call_id": "toolu_slow_1", "content": "42"},
+            ]
+        else:
+            params["tools"] = [CLAUDE_TOOL]
+            messages = [{"role": "user", "content": "Use f."}]
+            await litellm.anthropic.messages.acreate(messages=messages, **params)
+            messages += [
+                {"role": "assistant", "content": [use]},
+                {
+                    "role": "user",
+                    "content": [
+                        {"type": "tool_result", "tool_use_id": "toolu_slow_1", "content": "42"}
+                    ],
+                },
+            ]
+        worker_b = register(ReasoningCallback(store=url))
+        thaw_later(0.6)
+        if route == "chat":
+            reply = await litellm.acompletion(messages=messages, **params)
+            assert reply.choices[0].message.content == "42"
+        else:
+            answer = await litellm.anthropic.messages.acreate(messages=messages, **params)
+            assert answer["content"][0]["text"] == "42"
+        sent = claude.bodies(model)[-1]["messages"][1]
+    store_b = worker_b.store
+    assert isinstance(store_b, ResilientStore)
+    assert claude.refusals == []
+    assert sent["content"][0] == thinking
+    assert worker_b.stats["required_lookups"] == 1
+    assert worker_b.stats["restored"] == 1
+    assert store_b.stats["outages"] == 0 and store_b.stats["slow"] == 0
+    litellm.logging_callback_manager._reset_all_callbacks()
+    worker_a.store.close()
+    store_b.close()

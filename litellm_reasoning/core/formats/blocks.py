@@ -323,6 +323,25 @@ def wanted(
     return missing, reorderable
 
 
+def refused_without(
+    messages: Sequence[Any], facts: Sequence[BlockFacts], missing: Mapping[int, str]
+) -> bool:
+    """Whether a target with Claude's tool-loop rule refuses the request when a message of
+    `missing` (asked for: it came without its blocks) stays without them: the request ends
+    with a user message holding tool results, and the assistant message whose tool uses they
+    answer is among `missing` (an open tool loop must start with its thinking block)."""
+    last = len(messages) - 1
+    if last < 1 or last - 1 not in missing or not facts[last - 1].tool_uses:
+        return False
+    final = messages[last]
+    if not isinstance(final, Mapping) or final.get("role") != "user":
+        return False
+    return any(
+        isinstance(block, Mapping) and block.get("type") == "tool_result"
+        for block in content_blocks(final.get("content"))
+    )
+
+
 def without_reasoning_blocks(message: Mapping[str, Any]) -> dict[str, Any]:
     content = message.get("content")
     if not isinstance(content, list):
