@@ -16,9 +16,10 @@ from ..core.reasoning import Reasoning
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
+from ..wire.anthropic import body as claude
 from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
-from . import rust_core
+from . import rust_core, sync_body
 from .calls import CallState, Capture, details_of
 from .engine import stored_records
 from .fallback import Contained, fail_open
@@ -187,7 +188,39 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
                 continues_prefill=continues_prefill(cleaned),
             ),
         )
+        if dialect.keeps_block_order and not as_issued:
+            _thinking_off_without_block(engine, state, target.dialect, kwargs, message_facts)
     return kwargs
+
+
+def _thinking_off_without_block(
+    engine: Engine,
+    state: CallState,
+    dialect_name: str,
+    kwargs: dict[str, Any],
+    facts: Sequence[blocks.BlockFacts],
+) -> None:
+    """Claude's open tool loop whose message has no block to send (no stored record, another
+    provider's reply): thinking off for this call where the model allows it, as on chat
+    (`sync_body.thinking_off_default`), and the blocks of earlier messages with it."""
+    out = kwargs["messages"]
+    if not blocks.open_loop_without_block(out, facts):
+        return
+    default = sync_body.thinking_off_default(engine, state, dialect_name, [kwargs])
+    if default is None:
+        return
+    claude.turn_thinking_off(kwargs, default)
+    state.forget_restored()  # none of the store's blocks goes out
+    kwargs["messages"] = [
+        _without_blocks(message) if fact.reasoning_at else message
+        for message, fact in zip(out, facts, strict=True)
+    ]
+
+
+def _without_blocks(message: Any) -> Any:
+    """An assistant message without its reasoning blocks; as it is where nothing else is left."""
+    stripped = blocks.without_reasoning_blocks(message)
+    return stripped if stripped.get("content") else message
 
 
 def _rekeyed(asked: Mapping[int, str], *into: dict[int, str]) -> None:

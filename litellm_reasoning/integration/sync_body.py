@@ -150,12 +150,21 @@ def settle(
 def _thinking_off(
     engine: Engine, state: CallState, dialect_name: str, params: Sequence[Any], messages: Any
 ) -> str | None:
-    """For a Claude call: the model's `thinking_default_of` when thinking must go off for this
-    call (a tool loop with no block to send, thinking left on); None when it stays, counted and
-    said where the model's thinking cannot go off. The model map is read only for such a loop,
-    not on every request."""
+    """`thinking_off_default` for a chat-shaped Claude request: only for a tool loop with no
+    block to send (`tool_loop_needs_thinking`)."""
     if not tool_loop_needs_thinking(messages):
         return None
+    return thinking_off_default(engine, state, dialect_name, params)
+
+
+def thinking_off_default(
+    engine: Engine, state: CallState, dialect_name: str, params: Sequence[Any]
+) -> str | None:
+    """For a Claude call whose tool loop has no block to send: the model's
+    `thinking_default_of` when thinking must go off for this call (thinking left on by
+    `params`, the request's keyword dicts); None when it stays, counted and said where the
+    model's thinking cannot go off. The model map is read only for such a loop, not on every
+    request."""
     target = state.rendered_for
     provider, model = (target.provider, target.model or "") if target is not None else (None, "")
     default = thinking_default_of(model, thinking_default_in_model_map(provider, model))

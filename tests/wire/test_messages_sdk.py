@@ -209,7 +209,9 @@ async def test_litellm_rust_core_on_the_messages_route(
     kept_on_python = defines_hook and feature is not None
     kind = ReasoningCallback if defines_hook else _WithoutRequestHook
     callback = register(kind(capture_wait_seconds=2.0))
-    model = f"claude-sonnet-4-5-rust-{defines_hook}-{uuid.uuid4().hex[:6]}"
+    # A model that always thinks: thinking cannot go off for the loop with no block, so the
+    # control's missing capture shows as Claude's refusal.
+    model = f"claude-fable-5-1-rust-{defines_hook}-{uuid.uuid4().hex[:6]}"
     try:
         with AnthropicUpstream(strict=True) as claude:
             params = _serve(claude, model, REPLY, "one line")
@@ -590,3 +592,55 @@ async def test_a_fallback_reply_is_kept_as_the_model_that_answered_it(
     assert wire[1]["content"] == REPLY
     models = [record.model for record in stored(callback)]
     assert models == ["claude-opus-4-6"]
+
+
+@pytest.mark.parametrize("model", ["claude-sonnet-4-5-no-block", "claude-fable-5-1-no-block"])
+async def test_an_open_tool_loop_with_no_block_to_send_turns_thinking_off_where_it_can(
+    callback: ReasoningCallback, model: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`/v1/messages`, a client that dropped the thinking block of the tool use it answers, and
+    no record of it (another gateway made the call, or its record expired): a strict Claude
+    refuses the loop with thinking on. As on chat, thinking goes off for this call where the
+    model lets it (Sonnet 4.5: the call passes, the earlier message's block goes with it);
+    Fable 5.1 always thinks, so the request goes as the client sent it, with a warning, and
+    Claude's 400 is the one it gets without this callback."""
+    import logging
+
+    earlier = {"type": "thinking", "thinking": "Look first.", "signature": SIG}
+    use = {"type": "tool_use", "id": "toolu_no_block", "name": "read_file", "input": {"path": "a"}}
+    messages: list[Any] = [
+        {"role": "user", "content": "What is in b.py?"},
+        {"role": "assistant", "content": [earlier, {"type": "text", "text": "Nothing."}]},
+        {"role": "user", "content": "And a.py?"},
+        {"role": "assistant", "content": [use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_no_block", "content": "x"}],
+        },
+    ]
+    with AnthropicUpstream(strict=True) as claude:
+        claude.always(model, AnthropicReply([{"type": "text", "text": "one line"}]))
+        with caplog.at_level(logging.WARNING, logger="litellm_reasoning"):
+            try:
+                answer = await litellm.anthropic.messages.acreate(
+                    messages=messages, **_params(model, claude.base_url)
+                )
+            except Exception as exc:  # Claude's 400, as without the callback
+                answer = exc
+        (body,) = claude.bodies(model)
+    if "sonnet" in model:
+        assert answer["content"][0]["text"] == "one line"
+        assert claude.refusals == []
+        assert "thinking" not in body
+        assert body["messages"][1]["content"] == [{"type": "text", "text": "Nothing."}]
+        assert body["messages"][3]["content"] == [use]
+        assert callback.stats["thinking_disabled"] == 1
+        assert "thinking turned off" in caplog.text
+    else:
+        assert isinstance(answer, Exception)
+        assert len(claude.refusals) == 1
+        assert body["thinking"]["type"] != "disabled"  # LiteLLM may make it `adaptive`
+        assert body["messages"] == messages
+        assert callback.stats["thinking_stays_on"] == 1
+        assert callback.stats["thinking_disabled"] == 0
+        assert "cannot be turned off" in caplog.text

@@ -323,23 +323,36 @@ def wanted(
     return missing, reorderable
 
 
+def answered(messages: Sequence[Any], facts: Sequence[BlockFacts]) -> int | None:
+    """The assistant message whose tool uses the request's last message answers (a user message
+    holding tool results: an open tool loop); None: the request does not end that way."""
+    last = len(messages) - 1
+    if last < 1 or not facts[last - 1].tool_uses:
+        return None
+    final = messages[last]
+    if not isinstance(final, Mapping) or final.get("role") != "user":
+        return None
+    results = any(
+        isinstance(block, Mapping) and block.get("type") == "tool_result"
+        for block in content_blocks(final.get("content"))
+    )
+    return last - 1 if results else None
+
+
 def refused_without(
     messages: Sequence[Any], facts: Sequence[BlockFacts], missing: Mapping[int, str]
 ) -> bool:
     """Whether a target with Claude's tool-loop rule refuses the request when a message of
-    `missing` (asked for: it came without its blocks) stays without them: the request ends
-    with a user message holding tool results, and the assistant message whose tool uses they
-    answer is among `missing` (an open tool loop must start with its thinking block)."""
-    last = len(messages) - 1
-    if last < 1 or last - 1 not in missing or not facts[last - 1].tool_uses:
-        return False
-    final = messages[last]
-    if not isinstance(final, Mapping) or final.get("role") != "user":
-        return False
-    return any(
-        isinstance(block, Mapping) and block.get("type") == "tool_result"
-        for block in content_blocks(final.get("content"))
-    )
+    `missing` (asked for: it came without its blocks) stays without them: the open tool loop's
+    message (`answered`) is among them (it must start with its thinking block)."""
+    return answered(messages, facts) in missing
+
+
+def open_loop_without_block(messages: Sequence[Any], facts: Sequence[BlockFacts]) -> bool:
+    """Whether the open tool loop's message (`answered`) carries no reasoning block: with
+    thinking on, Claude refuses the request."""
+    loop = answered(messages, facts)
+    return loop is not None and not facts[loop].reasoning_at
 
 
 def without_reasoning_blocks(message: Mapping[str, Any]) -> dict[str, Any]:
