@@ -57,15 +57,21 @@ def capture(
             )
             records = _records_of(engine, state, call, response, source)
             if records:
-                yield Write(call.scope, records, _needed_next(state))
+                yield Write(call.scope, records, _needed_next(state, call, response))
                 engine.report.stats["captured"] += primary(records)
     finally:
         engine.pending.close(state.id)
 
 
-def _needed_next(state: CallState) -> bool:
+def _needed_next(state: CallState, call: Capture, response: Any) -> bool:
+    """Whether the next request of the loop is refused without this reply's records (so the
+    write may take the store's longer deadline): by its target's rule, or a Responses reply
+    whose function calls go back with their item ids (`input_items.refused_without`)."""
     target = state.rendered_for
-    return target is not None and reply_needed_next(get_dialect(target.dialect), target.policy)
+    if target is not None and reply_needed_next(get_dialect(target.dialect), target.policy):
+        return True
+    output = responses_output(response) if call.responses_input else None
+    return output is not None and responses_input.calls_need_reasoning(output)
 
 
 def _records_of(

@@ -87,6 +87,7 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
                 lambda: own_tokens,
                 start,
                 budget_may_drop=True,
+                required=input_items.refused_without(items, keys),
             ),
         )
         origin = facts.origin, facts.deployment_id

@@ -3,7 +3,7 @@ bodies (shared notes, provider rules §6, §7, §9): what `Upstream(refuse=[...]
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from typing import Any
 
 from .upstream import Refusal
@@ -66,6 +66,37 @@ def openai_encrypted_content(revoked: Collection[str]) -> Refusal:
                         "type": "invalid_request_error",
                         "param": None,
                         "code": "invalid_encrypted_content",
+                    }
+                }
+        return None
+
+    return refuse
+
+
+def openai_function_call_needs_reasoning(issued: Mapping[str, str]) -> Refusal:
+    """OpenAI Responses refusing a function call sent with its item id without the reasoning
+    item its reply had (`issued`: function-call item id -> that reasoning item's id; cline#12242,
+    rig#751)."""
+
+    def refuse(body: dict[str, Any]) -> tuple[int, dict[str, Any]] | None:
+        items = body.get("input")
+        items = items if isinstance(items, list) else []
+        sent = {i.get("id") for i in items if isinstance(i, dict) and i.get("type") == "reasoning"}
+        for item in items:
+            if not isinstance(item, dict) or item.get("type") != "function_call":
+                continue
+            needed = issued.get(str(item.get("id")))
+            if needed is not None and needed not in sent:
+                text = (
+                    f"Item '{item['id']}' of type 'function_call' was provided without its "
+                    f"required 'reasoning' item: '{needed}'."
+                )
+                return 400, {
+                    "error": {
+                        "message": text,
+                        "type": "invalid_request_error",
+                        "param": "input",
+                        "code": None,
                     }
                 }
         return None

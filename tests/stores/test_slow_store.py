@@ -395,3 +395,62 @@ async def test_a_claude_tool_loop_waits_for_its_thinking_block_on_a_late_redis(
     litellm.logging_callback_manager._reset_all_callbacks()
     worker_a.store.close()
     store_b.close()
+
+
+@pytest.mark.parametrize("late", ["read", "write"])
+async def test_a_responses_tool_loop_waits_for_its_reasoning_item_on_a_late_redis(
+    own_redis: OwnRedis, thaw_later: Any, late: str
+) -> None:
+    """OpenAI Responses (the recorded tool loop): the client sends the function call back with
+    its item id and without the reasoning item, which OpenAI refuses ("provided without its
+    required 'reasoning' item"). Worker B continues worker A's loop while Redis is late (`read`:
+    B's read is required and waits), or Redis is late when worker A stores the reply (`write`:
+    the reply's write is required, as the next request needs it, and waits, so B finds it);
+    the item goes back before the call."""
+    import json
+
+    import yaml
+    from paths import REPO
+
+    from litellm_reasoning.testing.refusals import openai_function_call_needs_reasoning
+
+    raw = yaml.safe_load((REPO / "cassettes/openai_responses_tool_loop.yaml").read_text("utf-8"))
+    first, second = raw["interactions"]
+    reply1 = json.loads(first["response"]["body"]["string"])
+    (reasoning,) = [i for i in reply1["output"] if i["type"] == "reasoning"]
+    (call,) = [i for i in reply1["output"] if i["type"] == "function_call"]
+    request1 = json.loads(first["request"]["body"])
+    request2 = json.loads(second["request"]["body"])
+    dropped = [i for i in request2["input"] if i.get("type") != "reasoning"]
+    assert any(i.get("id") == call["id"] for i in dropped)  # the recorded client sends the id
+    url = f"{own_redis.url}?timeout=0.2&required_timeout=10"
+    refuse = openai_function_call_needs_reasoning({call["id"]: reasoning["id"]})
+    with Upstream(refuse=[refuse]) as openai:
+        openai.script("gpt-5", Reply(raw_body=first["response"]["body"]["string"]))
+        openai.always("gpt-5", Reply(raw_body=second["response"]["body"]["string"]))
+        params = {k: v for k, v in request1.items() if k not in ("model", "input", "stream")}
+        params.update(model="openai/gpt-5", api_base=openai.base_url, api_key="k")
+        worker_a = register(ReasoningCallback(store=url))
+        if late == "write":
+            thaw_later(0.6)
+        await litellm.aresponses(input=request1["input"], **params)
+        worker_b = register(ReasoningCallback(store=url))
+        if late == "read":
+            thaw_later(0.6)
+        await litellm.aresponses(input=dropped, **params)
+        sent = openai.bodies("gpt-5")[-1]["input"]
+    store_b = worker_b.store
+    assert isinstance(store_b, ResilientStore)
+    assert openai.refusals == []
+    at = next(i for i, item in enumerate(sent) if item.get("id") == call["id"])
+    assert sent[at - 1]["type"] == "reasoning" and sent[at - 1]["id"] == reasoning["id"]
+    assert sent[at - 1]["encrypted_content"] == reasoning["encrypted_content"]
+    assert worker_b.stats["required_lookups"] == 1
+    assert store_b.stats["outages"] == 0 and store_b.stats["slow"] == 0
+    store_a = worker_a.store
+    assert isinstance(store_a, ResilientStore)
+    assert store_a.stats["outages"] == 0 and store_a.stats["slow"] == 0
+    assert store_a.stats["held"] == 0  # nothing kept back for a later write
+    litellm.logging_callback_manager._reset_all_callbacks()
+    store_a.close()
+    store_b.close()

@@ -80,6 +80,31 @@ def render_input(
     return out
 
 
+def refused_without(items: Sequence[Any], wanted: Mapping[int, str]) -> bool:
+    """Whether OpenAI refuses the request when a reasoning item of `wanted` (anchor index ->
+    key) stays out: a function call sent with its item id (`fc_…`) whose reply had a reasoning
+    item ("Item 'fc_…' of type 'function_call' was provided without its required 'reasoning'
+    item: 'rs_…'", cline#12242, rig#751). A request that needs its record waits for it."""
+    for index in wanted:
+        item = items[index]
+        if isinstance(item, dict) and item.get("type") == "function_call" and item.get("id"):
+            return True
+    return False
+
+
+def calls_need_reasoning(output: Sequence[Any]) -> bool:
+    """Whether a reply's function calls, sent back with their item ids, need its reasoning
+    item (`refused_without`): a function call with an id after a reasoning item."""
+    reasoned = False
+    for item in output:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        if kind == "reasoning":
+            reasoned = True
+        elif kind == "function_call" and reasoned and item.get("id"):
+            return True
+    return False
+
+
 def reasoning_part(item: Mapping[str, Any]) -> ReasoningPart | None:
     """A reasoning output item as a stored part (None without `encrypted_content`: nothing the
     API could read back)."""
