@@ -215,7 +215,8 @@ class Runner:
         previous = litellm.callbacks
         # A fresh callback per run; LiteLLM's internal event lists would keep the old ones.
         litellm.logging_callback_manager._reset_all_callbacks()
-        litellm.callbacks = [self._callback(case)]
+        callback = self._callback(case)
+        litellm.callbacks = [callback]
         try:
             history: list[dict[str, Any]] = []
             for message in messages:
@@ -236,9 +237,10 @@ class Runner:
             if len(bodies) <= before:
                 return Outcome(case, call, stream, client, False, "no request reached the server")
             detail = compare(bodies[-1].get("messages", []), case.raw["expect"])
-            return Outcome(case, call, stream, client, not detail, detail)
+            return Outcome(case, call, stream, client, not detail, _with_counts(detail, callback))
         except Exception as exc:
-            return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
+            failed = f"{type(exc).__name__}: {exc}"
+            return Outcome(case, call, stream, client, False, _with_counts(failed, callback))
         finally:
             litellm.callbacks = previous
 
@@ -250,7 +252,8 @@ class Runner:
         server = wires.gemini_upstream()
         previous = litellm.callbacks
         litellm.logging_callback_manager._reset_all_callbacks()
-        litellm.callbacks = [self._callback(case)]
+        callback = self._callback(case)
+        litellm.callbacks = [callback]
         tools, extra = case.raw.get("tools"), case.raw.get("params")
         try:
             history: list[dict[str, Any]] = []
@@ -281,9 +284,10 @@ class Runner:
                 return Outcome(case, call, stream, client, False, "no request reached the server")
             contents = wires.without_call_ids(bodies[-1].get("contents", []))
             detail = compare(contents, case.raw["expect"])
-            return Outcome(case, call, stream, client, not detail, detail)
+            return Outcome(case, call, stream, client, not detail, _with_counts(detail, callback))
         except Exception as exc:
-            return Outcome(case, call, stream, client, False, f"{type(exc).__name__}: {exc}")
+            failed = f"{type(exc).__name__}: {exc}"
+            return Outcome(case, call, stream, client, False, _with_counts(failed, callback))
         finally:
             litellm.callbacks = previous
 
@@ -300,6 +304,18 @@ class Runner:
             if progress is not None:
                 progress(finished, len(cases))
         return outcomes
+
+
+_COUNTS = ("captured", "waited", "restored", "missing", "thinking_disabled", "thinking_stays_on")
+"""The callback's counters a failing run's detail names (which path missed a record)."""
+
+
+def _with_counts(detail: str, callback: Any) -> str:
+    """`detail`, and for a failure the counters of the run's callback."""
+    if not detail:
+        return detail
+    stats = callback.stats
+    return detail + " [callback: " + ", ".join(f"{n}={stats[n]}" for n in _COUNTS) + "]"
 
 
 PACKAGED_CASES = Path(__file__).resolve().parent.parent / "data" / "conformance"

@@ -56,3 +56,20 @@ def test_compare_reports_the_difference() -> None:
         [{"role": "user", "content": "x", "turn": False}], [{"role": "user", "content": "x"}]
     )
     assert "2 messages on the wire" in compare([{}, {}], expect)
+
+
+async def test_a_failing_run_names_the_callbacks_counters(upstream: Upstream) -> None:
+    """A run whose wire differs from `expect` says what the callback counted (captured, waited,
+    restored, missing…), so a failure seen once in CI tells which path missed a record."""
+    import copy
+    import dataclasses
+
+    (seed,) = [c for c in CASES if c.name == "seed-reasoning#1"]
+    raw = copy.deepcopy(seed.raw)
+    raw["expect"] = [{"role": "user", "content": "not what is sent"}]
+    outcome = await Runner(upstream).run_one(
+        dataclasses.replace(seed, raw=raw), "acompletion", False, "drops"
+    )
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert not outcome.ok
+    assert "[callback: captured=" in outcome.detail and "missing=" in outcome.detail
