@@ -17,3 +17,17 @@ def continues_prefill(messages: Sequence[Any]) -> bool:
     had said). The client then holds one message made of both, so the reply's reasoning cannot
     be filed as that message's, nor as one issuer's: it is not kept."""
     return bool(messages) and is_assistant(messages[-1])
+
+
+def tool_calls_answered(messages: Sequence[Any], end: int) -> int | None:
+    """The assistant message whose tool calls the tool results up to `end` answer (one or more
+    `tool` / `function` messages, the last at `end`); None when they do not stand there."""
+    index = end
+    while index >= 0 and isinstance(messages[index], dict):
+        if messages[index].get("role") not in ("tool", "function"):
+            break
+        index -= 1
+    if index == end or index < 0:
+        return None
+    message = messages[index]
+    return index if is_assistant(message) and message.get("tool_calls") else None

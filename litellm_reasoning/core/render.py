@@ -11,7 +11,7 @@ message (`recipes`), so the next request of the same conversation, whose message
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from itertools import islice
@@ -20,6 +20,7 @@ from typing import Any
 
 from .dialect import Dialect
 from .extract import carries_nothing, reasoning_from_message
+from .messages import tool_calls_answered
 from .policy import TurnPolicy
 from .reasoning import Reasoning
 from .turns import carries_turn, current_turn_start, item_without_turn
@@ -99,21 +100,10 @@ def refused_without(
     # Only a dialect with such a rule looks for it (the hot path of every other).
     if not dialect.has_tool_loop_rule:
         return False
-    return answers_tool_calls(messages, wanted) or dialect.validity_start(messages) is not None
-
-
-def answers_tool_calls(messages: Sequence[Any], wanted: Collection[int]) -> bool:
-    """Whether the request ends with the results of the tool calls of one of `wanted` (an
-    open tool loop: Claude refuses it when that message lacks its thinking block)."""
-    index = len(messages) - 1
-    while index >= 0 and isinstance(messages[index], dict):
-        if messages[index].get("role") not in ("tool", "function"):
-            break
-        index -= 1
-    if index == len(messages) - 1 or index < 0 or index not in wanted:
-        return False
-    message = messages[index]
-    return isinstance(message, dict) and bool(message.get("tool_calls"))
+    # Claude's open tool loop: the request ends with the results of a wanted message's calls.
+    if tool_calls_answered(messages, len(messages) - 1) in wanted:
+        return True
+    return dialect.validity_start(messages) is not None
 
 
 def reply_needed_next(dialect: Dialect, policy: TurnPolicy) -> bool:

@@ -80,7 +80,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         def place_of(i: int) -> str | None:
             if not message_facts[i].tool_uses:
                 return None
-            return identity.place_of(blocks.place_of(cleaned, i, system))
+            return identity.place_of(blocks.place_of(cleaned, i, system, walked.facts))
 
         def lookup(
             keys: dict[int, str], budget_may_drop: bool
@@ -183,7 +183,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
                 model,
                 origin=origin[0],
                 deployment=origin[1],
-                anchor=blocks.place_of(cleaned, len(cleaned), system),
+                anchor=blocks.place_of(cleaned, len(cleaned), system, walked.facts),
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),

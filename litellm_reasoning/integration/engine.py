@@ -277,8 +277,7 @@ class Engine:
                 self.report.stats["waited"] += 1
                 if not (yield WaitAny(events, deadline)):
                     break
-                missing = _unsettled(keys, before, found)
-            elif ready:
+            if events or ready:
                 missing = _unsettled(keys, before, found)
             else:
                 # Nothing open to wait for now: read again only what a capture that closed
@@ -316,16 +315,13 @@ class Engine:
         late: set[str] = set()
         for i, key in keys.items():
             state = before.get(i)
-            by_state = state in closed
-            if not by_state and (places is None or key in found):
-                continue
-            if _settled(found.get(key), state):
-                continue
-            place = None if by_state or places is None else places(i)
-            if by_state or (
-                place is not None and self.pending.closed_since(scope, place, closes_before)
-            ):
-                late.add(key)
+            if state in closed:
+                if not _settled(found.get(key), state):
+                    late.add(key)
+            elif places is not None and key not in found:  # by place: only for a miss
+                place = places(i)
+                if place is not None and self.pending.closed_since(scope, place, closes_before):
+                    late.add(key)
         return sorted(late)
 
     def _own_conversations(

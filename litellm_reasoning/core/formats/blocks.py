@@ -198,10 +198,17 @@ def system_digest(system: Any) -> str:
     return digest.hexdigest()
 
 
-def place_of(messages: Sequence[Any], index: int, system: str) -> Place:
-    """The `Place` of position `index` (`len(messages)`: the reply's)."""
+def place_of(
+    messages: Sequence[Any],
+    index: int,
+    system: str,
+    facts: Sequence[BlockFacts] | None = None,
+) -> Place:
+    """The `Place` of position `index` (`len(messages)`: the reply's). `facts`: the messages'
+    `BlockFacts`, when already read."""
     for position in range(index - 1, -1, -1):
-        if facts_of(messages[position]).asks:
+        asks = (facts[position] if facts is not None else facts_of(messages[position])).asks
+        if asks:
             return _place(index, position, shape(messages[position]), system)
     return _place(index, -1, b"", system)
 

@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
 
 from ...core.extract import BLOCK_TYPES
+from ...core.messages import tool_calls_answered
 from ...core.reasoning import Reasoning, ReasoningPart
 from ...core.render import Rendered
 from .._base import BaseDialect, Finished, strip_reasoning
@@ -615,15 +616,7 @@ def open_tool_loop(messages: Sequence[Any]) -> int | None:
         index -= 1
     if index == len(messages) - 1:
         return None  # no trailing user message: the turn rule already covers the loop
-    results = index
-    while index >= 0 and _role(messages[index]) in ("tool", "function"):
-        index -= 1
-    if index == results or index < 0:
-        return None
-    message = messages[index]
-    if _role(message) == "assistant" and message.get("tool_calls"):
-        return index
-    return None
+    return tool_calls_answered(messages, index)
 
 
 def _role(message: Any) -> Any:
