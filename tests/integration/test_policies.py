@@ -135,6 +135,13 @@ TABLE_CASES: list[tuple[str, str, bool, bool, str, str, str]] = [
         "all_turns",
         "any",
     ),
+    # Volcano Engine Ark serves Kimi, DeepSeek and GLM under each family's rule; its own
+    # Doubao models have no row (no source for their rule): passed through.
+    ("volcengine", "kimi-k2-5-260127", True, False, "openai_chat", "tool_calls_all_turns", "any"),
+    ("volcengine", "deepseek-v3-2-251201", True, False, "openai_chat_required", "all_turns", "any"),
+    ("volcengine", "deepseek-v3-2-251201", False, False, "openai_chat", "current_turn", "any"),
+    ("volcengine", "glm-4-7-251222", True, False, "openai_chat", "current_turn", "any"),
+    ("volcengine", "doubao-seed-1-8-251228", True, False, "passthrough", "current_turn", "any"),
     # MiniMax: every turn's details (or <think> text) go back.
     ("minimax", "MiniMax-M2.5", True, False, "minimax", "all_turns", "any"),
     ("minimax", "MiniMax-M3", True, False, "minimax", "all_turns", "any"),

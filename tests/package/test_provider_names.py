@@ -23,7 +23,7 @@ pytestmark = pytest.mark.once  # see the marker in pyproject.toml
 PACKAGE = Path(litellm_reasoning.__file__).resolve().parent
 PROVIDER = re.compile(
     r"anthropic|claude|bedrock|vertex|gemini|openrouter|deepseek|mistral|ollama|kimi|moonshot"
-    r"|qwen|dashscope|minimax|fireworks|zai\b|glm|openai|(^|/)responses/",
+    r"|qwen|dashscope|minimax|fireworks|volcengine|zai\b|glm|openai|(^|/)responses/",
     re.IGNORECASE,
 )
 ALLOWED = {
