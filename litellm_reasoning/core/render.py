@@ -120,17 +120,21 @@ def plan(
     policy: TurnPolicy,
     owns: Sequence[Reasoning | None] | Mapping[int, Reasoning | None] | None = None,
     assistant: Sequence[int] | None = None,
+    *,
+    turn_start: int | None = None,
 ) -> list[int]:
     """Indices of assistant messages whose reasoning should be looked up in the store.
-    `owns` is `own_reasonings(messages)` and `assistant` is `assistant_indices(messages)` when
-    the caller has them already. A dialect that `keeps_block_order` also reads the records of
-    the kept messages with tool calls the client kept reasoning on: they say where the blocks
-    stood in the reply (LiteLLM regroups them)."""
+    `owns` is `own_reasonings(messages)`, `assistant` is `assistant_indices(messages)` and
+    `turn_start` is `effective_turn_start(messages, dialect)` when the caller has them
+    already. A dialect that `keeps_block_order` also reads the records of the kept messages
+    with tool calls the client kept reasoning on: they say where the blocks stood in the reply
+    (LiteLLM regroups them)."""
     passes = dialect.passthrough or policy is TurnPolicy.NONE or not dialect.accepts_reasoning
     if passes and not dialect.keeps_block_order:
         return []
     # One scan for the turn's start and one list of assistant messages, for both reads.
-    turn_start = effective_turn_start(messages, dialect)
+    if turn_start is None:
+        turn_start = effective_turn_start(messages, dialect)
     indices = assistant_indices(messages) if assistant is None else assistant
     wanted = [] if passes else _missing(messages, dialect, policy, owns, indices, turn_start)
     if not dialect.keeps_block_order:
@@ -273,18 +277,21 @@ def render(
     flagged: Sequence[int] | None = None,
     recipes: list[Recipe | None] | None = None,
     bare: Sequence[bool] | None = None,
+    turn_start: int | None = None,
 ) -> Rendered:
     """`messages` as `dialect` wants them under `policy`, with `stored` reasoning restored.
 
     `owns` and `assistant` as for `plan`; `flagged`: the indices of the dicts carrying `turn`.
     `recipes` (one slot per message) holds what an equal earlier message was rendered to; it is
     read, and filled in for every rendered message. `bare[i]` True: `carries_nothing` is known
-    for message `i` (from the walk), so it is not asked again.
+    for message `i` (from the walk), so it is not asked again. `turn_start`:
+    `effective_turn_start(messages, dialect)`, when the caller has it.
     """
     stored = stored or {}
     if not dialect.accepts_reasoning:
         policy = TurnPolicy.NONE
-    turn_start = effective_turn_start(messages, dialect)
+    if turn_start is None:
+        turn_start = effective_turn_start(messages, dialect)
     out = list(messages)
     result = Rendered(messages=out, turn_start=turn_start)
     if flagged is None:

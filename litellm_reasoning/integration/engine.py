@@ -97,6 +97,9 @@ class Request:
     """(`identity.origin_of` the deployment, its Router id)."""
     required: bool = False
     """The target refuses this request without the records looked up (`refused_without`)."""
+    turn_start: int = 0
+    """`effective_turn_start` for `dialect` (scanned once, for the plan, the budget and the
+    render)."""
 
     def place_of(self, index: int) -> str | None:
         """Where message `index` stands in its turn (`identity.place_of`) when its key follows
@@ -421,7 +424,10 @@ class Engine:
         # the digests name this call's reply and the lookups.
         history = self.histories.walk(scope, messages)
         owns = history.owns
-        wanted = plan(messages, dialect, target.policy, owns, history.assistant)
+        turn_start = effective_turn_start(messages, dialect)
+        wanted = plan(
+            messages, dialect, target.policy, owns, history.assistant, turn_start=turn_start
+        )
         digests, empty = history.digests, identity.EMPTY_DIGEST
         required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
@@ -441,6 +447,7 @@ class Engine:
             history,
             (facts.origin, facts.deployment_id),
             required,
+            turn_start,
         )
 
     def render_flow(
@@ -450,7 +457,7 @@ class Engine:
         target, dialect = request.target, request.dialect
         # The turn's start matters to the budget alone (a scan of the history: not made without).
         budgeted = self.max_reasoning_tokens is not None
-        start = effective_turn_start(request.messages, dialect) if budgeted else -1
+        start = request.turn_start if budgeted else -1
         keys = request.keys
         found, unread = yield from self.read(
             request.scope,
@@ -597,9 +604,11 @@ class Engine:
         other = dialect.for_records(
             stored, request.provider, request.model or "", request.origin[0]
         )
+        turn_start: int | None = request.turn_start
         if other is not None:  # e.g. a third-party Anthropic API's own blocks, as it issued them
             request.target = dataclasses.replace(request.target, dialect=other)
             dialect = request.dialect = get_dialect(other)
+            turn_start = None  # the other dialect's own validity rule decides it
         history = request.history
         rendered = render(
             request.messages,
@@ -611,6 +620,7 @@ class Engine:
             flagged=history.flagged if history is not None else None,
             recipes=history.recipes if history is not None else None,
             bare=history.bare if history is not None else None,
+            turn_start=turn_start,
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
         rendered = finished.applied_to(rendered)

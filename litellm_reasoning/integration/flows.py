@@ -5,13 +5,12 @@ is thrown back into the flow, where it is handled like any exception at that `yi
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar, Union
 
 from ..core.reasoning import Reasoning
-from ..memo.pending import await_any, wait_any
+from ..memo.pending import Closing, await_any, wait_any
 from ..stores import ReasoningStore
 
 T = TypeVar("T")
@@ -56,7 +55,7 @@ class Delete:
 class WaitAny:
     """Until one of `events` is set or `deadline` (monotonic) passes: True when one was set."""
 
-    events: list[threading.Event]
+    events: list[Closing]
     deadline: float
 
 

@@ -22,18 +22,35 @@ _RECENT_CLOSES = 4096
 """How many closed places are remembered (`closed_since`)."""
 
 
+class Closing:
+    """Set once, when an entry closes: what a waiting request polls. Not a `threading.Event`
+    (a lock and a condition made on every call): waiters poll every 2 ms anyway, and a flag
+    written under the GIL is seen by every thread."""
+
+    __slots__ = ("_closed",)
+
+    def __init__(self) -> None:
+        self._closed = False
+
+    def is_set(self) -> bool:
+        return self._closed
+
+    def set(self) -> None:
+        self._closed = True
+
+
 class PendingCaptures:
     def __init__(self, *, max_age_seconds: float = 600.0, max_open: int = 10_000) -> None:
         self.max_age_seconds = max_age_seconds
         self.max_open = max_open
-        self._by_call: dict[str, tuple[tuple[tuple[str, str], ...], threading.Event, float]] = {}
+        self._by_call: dict[str, tuple[tuple[tuple[str, str], ...], Closing, float]] = {}
         # Several calls can answer the same state (identical first prompts under one key).
-        self._by_state: dict[tuple[str, str], list[threading.Event]] = {}
+        self._by_state: dict[tuple[str, str], list[Closing]] = {}
         self.closes = 0
         """How many entries were closed so far (`closed_since` counts from one of its values)."""
         self._closed_places: OrderedDict[tuple[str, str], int] = OrderedDict()
-        self._owners: dict[threading.Event, Any] = {}
-        """Event -> what the caller filed with it (the call's state)."""
+        self._owners: dict[Closing, Any] = {}
+        """Entry -> what the caller filed with it (the call's state)."""
         self._lock = threading.Lock()
 
     def open(
@@ -42,7 +59,7 @@ class PendingCaptures:
         """`digest`: the conversation state the reply answers; `place`: where the reply stands
         in its turn (`identity.place_of`), also waited on."""
         now = time.monotonic()
-        event = threading.Event()
+        event = Closing()
         states = ((scope, digest),) if place is None else ((scope, digest), (scope, place))
         with self._lock:
             self._expire(now)
@@ -75,7 +92,7 @@ class PendingCaptures:
         with self._lock:
             return self._closed_places.get((scope, place), -1) > closes
 
-    def pending(self, scope: str, digest: str) -> list[threading.Event]:
+    def pending(self, scope: str, digest: str) -> list[Closing]:
         """Open captures of replies to the conversation state `digest`."""
         with self._lock:
             return list(self._by_state.get((scope, digest), ()))
@@ -87,12 +104,12 @@ class PendingCaptures:
         with self._lock:
             return {d for d in digests if (scope, d) in self._by_state}
 
-    def owners(self, scope: str, digest: str) -> list[tuple[threading.Event, Any]]:
+    def owners(self, scope: str, digest: str) -> list[tuple[Closing, Any]]:
         """`pending`, each with what was filed with it."""
         with self._lock:
             return [(e, self._owners.get(e)) for e in self._by_state.get((scope, digest), ())]
 
-    def _forget(self, states: tuple[tuple[str, str], ...], event: threading.Event) -> None:
+    def _forget(self, states: tuple[tuple[str, str], ...], event: Closing) -> None:
         self._owners.pop(event, None)
         self.closes += 1
         for state in states:
@@ -124,17 +141,17 @@ class PendingCaptures:
         return len(self._by_call)
 
 
-def wait_any(events: list[threading.Event], deadline: float) -> bool:
+def wait_any(events: list[Closing], deadline: float) -> bool:
     """Block until one of `events` is set (True) or the monotonic `deadline` passes (False)."""
     while not any(event.is_set() for event in events):
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             return False
-        events[0].wait(min(remaining, 0.002))
+        time.sleep(min(remaining, 0.002))
     return True
 
 
-async def await_any(events: list[threading.Event], deadline: float) -> bool:
+async def await_any(events: list[Closing], deadline: float) -> bool:
     """`wait_any` for the event loop: polls, so the capture task on this same loop can run."""
     while not any(event.is_set() for event in events):
         if time.monotonic() >= deadline:

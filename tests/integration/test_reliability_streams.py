@@ -568,13 +568,13 @@ def test_a_capture_closing_just_before_the_request_looks_for_open_ones_is_read_a
     a Claude tool loop then answers with 400). Found by its conversation state, or by its place
     in the turn (a history cut at its head). Seen once in CI as a sync stream continued at once."""
     from litellm_reasoning.integration.flows import drive
-    from litellm_reasoning.memo.pending import PendingCaptures
+    from litellm_reasoning.memo.pending import Closing, PendingCaptures
     from litellm_reasoning.stores.memory import MemoryStore
 
     record = Reasoning.from_text("Open the lexer first.")
 
     class CaptureEndsAsTheRequestLooks(PendingCaptures):
-        def owners(self, scope: str, digest: str) -> list[tuple[threading.Event, Any]]:
+        def owners(self, scope: str, digest: str) -> list[tuple[Closing, Any]]:
             if len(self):  # the logging thread finishes now: record written, capture closed
                 store.put_many(scope, {"key": record})
                 self.close("call-1")
