@@ -1,8 +1,9 @@
 """The optional native accelerator (`litellm_reasoning._accel`, compiled from `_accel.c` when
 the package was built with a C compiler): canonical bytes, chained digests and store keys of
 many messages in one call, byte for byte what `core.identity` computes (which stays the
-contract: tests/core/test_accelerator.py compares them), for the prefix cache; BLAKE2b digests
-of many stored records in one call, for the stores' decode cache.
+contract: tests/core/test_accelerator.py compares them), for the prefix cache. `digests` exposes
+its BLAKE2b (the chain's hash) to that test: the stores' decode cache keys records by SHA-256,
+faster than this BLAKE2b where the CPU has SHA instructions.
 
 `NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
 environment (the pure-Python path, e.g. to compare). Read once at import."""

@@ -62,7 +62,7 @@ def test_blake2b_is_hashlibs(size: int) -> None:
 
 @needs_native
 def test_record_digests_are_hashlibs() -> None:
-    """The stores' decode cache keys a read's records by these (`stores/_codec.py`)."""
+    """Many datas in one call, with a personalisation (the C BLAKE2b the walk chains with)."""
     assert accelerator.NATIVE is not None
     datas = [bytes(range(n % 256)) * (1 + n // 256) for n in range(0, 700, 7)]
     for person in (b"", b"lr-decoded", b"sixteen-bytes-16"):
