@@ -127,6 +127,73 @@ async def complete(
     return await asyncio.to_thread(run)
 
 
+TOOL_F = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
+"""The one tool of the hosted-family tests (Fireworks, Volcano Engine Ark)."""
+
+
+async def tool_loop_and_new_turn(
+    how: str, prefix: str, model: str, upstream: Upstream, call: Json
+) -> list[Json]:
+    """A client that drops reasoning, on `prefix/model` at `upstream` by call path `how`:
+    turn 1 calls `f` (`call`, with reasoning) and answers, turn 2 asks again. The bodies
+    `upstream` received for `model`."""
+    upstream.script(
+        model,
+        Reply(message={"reasoning_content": "Call f first.", "content": "", "tool_calls": [call]}),
+        Reply(message={"reasoning_content": "f answered.", "content": "Done."}),
+    )
+    upstream.always(model, Reply(message={"reasoning_content": "Again.", "content": "Ok."}))
+    target = (f"{prefix}/{model}", upstream.base_url)
+    messages: list[Json] = [{"role": "user", "content": "Use f."}]
+    first = await complete(how, *target, messages, stream=False, tools=TOOL_F)
+    made = first.tool_calls[0]
+    messages += [
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": made.id,
+                    "type": "function",
+                    "function": {"name": "f", "arguments": made.function.arguments},
+                }
+            ],
+        },
+        {"role": "tool", "tool_call_id": made.id, "content": "42"},
+    ]
+    second = await complete(how, *target, messages, stream=False, tools=TOOL_F)
+    messages += [
+        {"role": "assistant", "content": second.content},
+        {"role": "user", "content": "And again?"},
+    ]
+    await complete(how, *target, messages, stream=False, tools=TOOL_F)
+    return upstream.bodies(model)
+
+
+async def tool_loop_first_step(
+    prefix: str, model: str, upstream: Upstream, call: Json
+) -> tuple[Json, list[Json]]:
+    """A tool loop's first request on `prefix/model` at `upstream` (`acompletion`, the reply
+    calls `f` with reasoning); the next request's parameters and messages, from a client that
+    dropped that reasoning: what a strict upstream refuses when the provider is passed through."""
+    upstream.script(
+        model, Reply(message={"reasoning_content": "R", "content": "", "tool_calls": [call]})
+    )
+    params: Json = {
+        "model": f"{prefix}/{model}",
+        "api_base": upstream.base_url,
+        "api_key": "k",
+        "tools": TOOL_F,
+    }
+    messages: list[Json] = [{"role": "user", "content": "Use f."}]
+    await litellm.acompletion(messages=messages, **params)
+    messages += [
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "42"},
+    ]
+    return params, messages
+
+
 async def send_messages(api_base: str, model: str, messages: list[Any], **extra: Any) -> Any:
     """One Anthropic-format request (`litellm.anthropic.messages.acreate`, what the proxy's
     `/v1/messages` calls) with extended thinking; the reply."""

@@ -455,9 +455,7 @@ class Engine:
     ) -> Flow[tuple[Rendered, Target]]:
         request = self.prepare(facts, messages)
         target, dialect = request.target, request.dialect
-        # The turn's start matters to the budget alone (a scan of the history: not made without).
-        budgeted = self.max_reasoning_tokens is not None
-        start = request.turn_start if budgeted else -1
+        start = request.turn_start  # the budget's (only earlier turns are left out)
         keys = request.keys
         found, unread = yield from self.read(
             request.scope,

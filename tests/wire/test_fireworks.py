@@ -10,14 +10,13 @@ from typing import Any
 
 import litellm
 import pytest
-from clients import complete
+from clients import tool_loop_and_new_turn, tool_loop_first_step
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.refusals import deepseek_reasoning_required, kimi_reasoning_required
-from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.testing.upstream import Upstream
 
-TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 CALL = {"id": "functions.f:0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
@@ -42,39 +41,7 @@ async def test_a_dropping_client_completes_a_tool_loop_and_a_new_turn(
     """Turn 1 calls a tool, turn 2 asks again: both families check every earlier tool-call
     message, so its reasoning goes back in turn 2 too."""
     with Upstream(refuse=[refusal]) as fireworks:
-        fireworks.script(
-            model,
-            Reply(
-                message={"reasoning_content": "Call f first.", "content": "", "tool_calls": [CALL]}
-            ),
-            Reply(message={"reasoning_content": "f answered.", "content": "Done."}),
-        )
-        fireworks.always(model, Reply(message={"reasoning_content": "Again.", "content": "Ok."}))
-        target = (f"fireworks_ai/{model}", fireworks.base_url)
-        messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-        first = await complete(how, *target, messages, stream=False, tools=TOOLS)
-        call = first.tool_calls[0]
-        messages += [
-            {
-                "role": "assistant",
-                "content": "",
-                "tool_calls": [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {"name": "f", "arguments": call.function.arguments},
-                    }
-                ],
-            },
-            {"role": "tool", "tool_call_id": call.id, "content": "42"},
-        ]
-        second = await complete(how, *target, messages, stream=False, tools=TOOLS)
-        messages += [
-            {"role": "assistant", "content": second.content},
-            {"role": "user", "content": "And again?"},
-        ]
-        await complete(how, *target, messages, stream=False, tools=TOOLS)
-        bodies = fireworks.bodies(model)
+        bodies = await tool_loop_and_new_turn(how, "fireworks_ai", model, fireworks, CALL)
     assert fireworks.refusals == []
     assert bodies[1]["messages"][1]["reasoning_content"] == "Call f first."
     assert bodies[2]["messages"][1]["reasoning_content"] == "Call f first."
@@ -87,22 +54,7 @@ async def test_without_the_rows_fireworks_refuses_the_dropping_client() -> None:
     register(ReasoningCallback(dialects={"fireworks_ai/*": "passthrough"}))
     try:
         with Upstream(refuse=[kimi_reasoning_required]) as fireworks:
-            fireworks.script(
-                model,
-                Reply(message={"reasoning_content": "R", "content": "", "tool_calls": [CALL]}),
-            )
-            params: dict[str, Any] = {
-                "model": f"fireworks_ai/{model}",
-                "api_base": fireworks.base_url,
-                "api_key": "k",
-                "tools": TOOLS,
-            }
-            messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-            await litellm.acompletion(messages=messages, **params)
-            messages += [
-                {"role": "assistant", "content": "", "tool_calls": [CALL]},
-                {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
-            ]
+            params, messages = await tool_loop_first_step("fireworks_ai", model, fireworks, CALL)
             with pytest.raises(litellm.BadRequestError, match="reasoning_content is missing"):
                 await litellm.acompletion(messages=messages, **params)
     finally:

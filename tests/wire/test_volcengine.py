@@ -11,14 +11,13 @@ from typing import Any
 
 import litellm
 import pytest
-from clients import complete
+from clients import tool_loop_and_new_turn, tool_loop_first_step
 from conftest import register
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.testing.refusals import deepseek_reasoning_required, kimi_reasoning_required
-from litellm_reasoning.testing.upstream import Reply, Upstream
+from litellm_reasoning.testing.upstream import Upstream
 
-TOOLS = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 CALL = {"id": "call_f_0", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 
 
@@ -26,41 +25,6 @@ CALL = {"id": "call_f_0", "type": "function", "function": {"name": "f", "argumen
 def callback() -> Iterator[ReasoningCallback]:
     yield register(ReasoningCallback(capture_wait_seconds=5.0))
     litellm.logging_callback_manager._reset_all_callbacks()
-
-
-async def _tool_loop_and_new_turn(how: str, model: str, ark: Upstream) -> list[dict[str, Any]]:
-    """Turn 1 calls a tool and answers; turn 2 asks again. The bodies Ark received."""
-    ark.script(
-        model,
-        Reply(message={"reasoning_content": "Call f first.", "content": "", "tool_calls": [CALL]}),
-        Reply(message={"reasoning_content": "f answered.", "content": "Done."}),
-    )
-    ark.always(model, Reply(message={"reasoning_content": "Again.", "content": "Ok."}))
-    target = (f"volcengine/{model}", ark.base_url)
-    messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-    first = await complete(how, *target, messages, stream=False, tools=TOOLS)
-    call = first.tool_calls[0]
-    messages += [
-        {
-            "role": "assistant",
-            "content": "",
-            "tool_calls": [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": "f", "arguments": call.function.arguments},
-                }
-            ],
-        },
-        {"role": "tool", "tool_call_id": call.id, "content": "42"},
-    ]
-    second = await complete(how, *target, messages, stream=False, tools=TOOLS)
-    messages += [
-        {"role": "assistant", "content": second.content},
-        {"role": "user", "content": "And again?"},
-    ]
-    await complete(how, *target, messages, stream=False, tools=TOOLS)
-    return ark.bodies(model)
 
 
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
@@ -78,7 +42,7 @@ async def test_a_dropping_client_completes_a_tool_loop_and_a_new_turn(
     turn 2 too; the answer's reasoning (no tool call) goes back where the rule keeps it:
     DeepSeek with tools every turn's, Kimi only tool-call messages'."""
     with Upstream(refuse=[refusal]) as ark:
-        bodies = await _tool_loop_and_new_turn(how, model, ark)
+        bodies = await tool_loop_and_new_turn(how, "volcengine", model, ark, CALL)
     assert ark.refusals == []
     assert bodies[1]["messages"][1]["reasoning_content"] == "Call f first."
     assert bodies[2]["messages"][1]["reasoning_content"] == "Call f first."
@@ -96,7 +60,9 @@ async def test_glm_gets_its_reasoning_back_within_the_turn_only(
     """GLM's interleaved thinking: the tool loop's reasoning goes back inside the turn; a new
     turn goes without the earlier turn's."""
     with Upstream() as ark:
-        bodies = await _tool_loop_and_new_turn("acompletion", "glm-4-7-251222", ark)
+        bodies = await tool_loop_and_new_turn(
+            "acompletion", "volcengine", "glm-4-7-251222", ark, CALL
+        )
     assert bodies[1]["messages"][1]["reasoning_content"] == "Call f first."
     assert all("reasoning_content" not in m for m in bodies[2]["messages"])
 
@@ -104,26 +70,12 @@ async def test_glm_gets_its_reasoning_back_within_the_turn_only(
 async def test_without_the_rows_ark_refuses_the_dropping_client() -> None:
     """The control: Volcengine passed through (as before these rows) answers the tool loop's
     next request with Kimi's 400."""
-    model = "kimi-k2-5-260127"
     register(ReasoningCallback(dialects={"volcengine/*": "passthrough"}))
     try:
         with Upstream(refuse=[kimi_reasoning_required]) as ark:
-            ark.script(
-                model,
-                Reply(message={"reasoning_content": "R", "content": "", "tool_calls": [CALL]}),
+            params, messages = await tool_loop_first_step(
+                "volcengine", "kimi-k2-5-260127", ark, CALL
             )
-            params: dict[str, Any] = {
-                "model": f"volcengine/{model}",
-                "api_base": ark.base_url,
-                "api_key": "k",
-                "tools": TOOLS,
-            }
-            messages: list[dict[str, Any]] = [{"role": "user", "content": "Use f."}]
-            await litellm.acompletion(messages=messages, **params)
-            messages += [
-                {"role": "assistant", "content": "", "tool_calls": [CALL]},
-                {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
-            ]
             with pytest.raises(litellm.BadRequestError, match="reasoning_content is missing"):
                 await litellm.acompletion(messages=messages, **params)
     finally:
