@@ -2,8 +2,8 @@
 the package was built with a C compiler): canonical bytes, chained digests and store keys of
 many messages in one call, byte for byte what `core.identity` computes (which stays the
 contract: tests/core/test_accelerator.py compares them), for the prefix cache. `digests` exposes
-its BLAKE2b (the chain's hash) to that test: the stores' decode cache keys records by SHA-256,
-faster than this BLAKE2b where the CPU has SHA instructions.
+its BLAKE2b (the chain's hash) to that test (the stores' decode cache keys records by Python's
+own keyed hash of their bytes, which costs less than any digest).
 
 `NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
 environment (the pure-Python path, e.g. to compare). Read once at import."""

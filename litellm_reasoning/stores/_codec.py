@@ -11,7 +11,6 @@ record, never as an error.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 import logging
 import re
@@ -121,23 +120,30 @@ def mark_shared(raw: bytes) -> bytes:
 
 _DECODED_OF = itemgetter(0)
 """A cache entry's decoded value."""
+_SIZE_OF = itemgetter(1)
+"""A cache entry's stored length."""
 
 
 class DecodedRecords:
-    """Records decoded before, by a digest of their exact stored bytes, bounded in bytes
-    (oldest first).
+    """Records decoded before, by a keyed hash and the length of their exact stored bytes,
+    bounded in bytes (oldest first).
 
     A shared store hands every worker the same bytes for a record on every request of its
-    conversation; decoding them again is most of a cold restore's cost. The key is a SHA-256
-    digest of the whole stored value (hashing is a small fraction of decoding, and the bytes
-    themselves are not kept: each restored byte is held once, as the decoded record), so the
-    store is still read every time: a record deleted or rewritten there is never answered from
-    here (other bytes, another entry). `Reasoning` is frozen, so one decoded value may serve
-    every request."""
+    conversation; decoding them again is most of a cold restore's cost. The bytes themselves
+    are not kept (each restored byte is held once, as the decoded record), so the store is
+    still read every time: a record deleted or rewritten there is never answered from here
+    (other bytes, another entry). `Reasoning` is frozen, so one decoded value may serve every
+    request.
+
+    The key is Python's own hash of the bytes (SipHash-1-3, 64 bits, keyed with this
+    process's random secret) beside their length: a fifth of SHA-256's cost on typical
+    records, and no one who does not know the secret can aim a collision. Even one would not
+    cross tenants: a decoded record answers only reads of the scope it was written for
+    (`records_of`)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[bytes, tuple[Decoded, int]] = OrderedDict()
+        self._entries: OrderedDict[int, tuple[Decoded, int]] = OrderedDict()
         self._bytes = 0
         self._lock = threading.Lock()  # store reads run on several threads
         self.hits = 0
@@ -149,37 +155,44 @@ class DecodedRecords:
         # `as_bytes` only where needed: most reads hand back bytes, and the call per record
         # costs ~15% of a cached read
         datas = [raw if type(raw) is bytes else as_bytes(raw) for raw in raws]
-        # SHA-256 (OpenSSL): twice BLAKE2b's speed where the CPU has SHA instructions (most
-        # x86 and ARM servers), about the same elsewhere; a key of this process only.
-        sha256 = hashlib.sha256
-        keys = [sha256(data).digest() for data in datas]
+        keys = list(map(hash, datas))  # in C; kept on each bytes object too
+        sizes = list(map(len, datas))
         with self._lock:
             entries = self._entries
             # In C, per record: the lookup, then the hits made the newest (an LRU).
             found = list(map(entries.get, keys))
             deque(map(entries.move_to_end, compress(keys, found)), maxlen=0)
-            missing = [index for index, entry in enumerate(found) if entry is None]
-            self.hits += len(keys) - len(missing)
-        if not missing:
+            # An entry answers only bytes of its length (what it was decoded from).
+            whole = None not in found and list(map(_SIZE_OF, found)) == sizes  # type: ignore[arg-type]
+            if whole:
+                self.hits += len(keys)
+        if whole:
             return list(map(_DECODED_OF, found))  # type: ignore[arg-type]  # no None
-        out = [entry[0] if entry is not None else None for entry in found]
-        for index in missing:
-            out[index] = self._decode_new(keys[index], datas[index])
+        out: list[Decoded | None] = []
+        for key, data, size, entry in zip(keys, datas, sizes, found, strict=True):
+            if entry is not None and entry[1] == size:
+                with self._lock:
+                    self.hits += 1
+                out.append(entry[0])
+            else:
+                out.append(self._decode_new(key, data))
         return out  # type: ignore[return-value]  # no None left
 
-    def _decode_new(self, key: bytes, data: bytes) -> Decoded:
+    def _decode_new(self, key: int, data: bytes) -> Decoded:
         decoded = decode(data)
         size = len(data)
         if decoded.record is None or size > self.max_bytes // 8:
             return decoded  # junk is not worth keeping; one huge record does not flush the rest
         with self._lock:
             self.misses += 1
-            if key not in self._entries:
-                self._entries[key] = (decoded, size)  # the record holds about its JSON's size
-                self._bytes += size
-                while self._bytes > self.max_bytes and self._entries:
-                    _, (_, gone) = self._entries.popitem(last=False)
-                    self._bytes -= gone
+            held = self._entries.pop(key, None)  # another record's of the same hash: replaced
+            if held is not None:
+                self._bytes -= held[1]
+            self._entries[key] = (decoded, size)  # the record holds about its JSON's size
+            self._bytes += size
+            while self._bytes > self.max_bytes and self._entries:
+                _, (_, gone) = self._entries.popitem(last=False)
+                self._bytes -= gone
         return decoded
 
     def clear(self) -> None:

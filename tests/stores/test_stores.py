@@ -887,3 +887,30 @@ def test_a_record_is_decoded_once_and_a_rewrite_or_delete_still_shows(
         assert store.get_many(A, ["k"]) == {}
     finally:
         store.close()
+
+
+def test_the_decode_cache_answers_only_the_bytes_it_decoded() -> None:
+    """Records are found by their bytes' hash, but an entry answers only bytes of the length
+    it was decoded from (a colliding value of another length is decoded, and replaces it), and
+    only reads of the scope it was written for."""
+    from litellm_reasoning.stores import _codec
+
+    cache = _codec.DecodedRecords(max_bytes=1 << 20)
+    first = _codec.encode(A, text("first"), 1.0)
+    other = _codec.encode(A, text("a longer second record"), 1.0)
+    assert [d.record for d in cache.decode_many([first])] == [text("first")]
+    assert [d.record for d in cache.decode_many([first])] == [text("first")]
+    assert (cache.misses, cache.hits) == (1, 1)
+    # As if `other` hashed like `first`: its own record, never the one kept for `first`.
+    cache._entries[hash(other)] = cache._entries.pop(hash(first))
+    assert [d.record for d in cache.decode_many([other])] == [text("a longer second record")]
+    assert [d.record for d in cache.decode_many([other, first])] == [
+        text("a longer second record"),
+        text("first"),
+    ]
+    assert cache.misses == 3
+    # Bytes of another tenant, decoded here before, answer no read of this one.
+    foreign = _codec.encode(B, text("first"), 1.0)
+    cache.decode_many([foreign])
+    assert _codec.records_of(A, ["k"], [foreign]) == {}
+    assert _codec.records_of(B, ["k"], [foreign]) == {"k": text("first")}
