@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core import identity
@@ -13,6 +14,7 @@ from ..core.decisions import summary_of
 from ..core.formats import blocks
 from ..core.messages import continues_prefill
 from ..core.reasoning import Reasoning
+from ..core.render import Rendered
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
@@ -21,12 +23,13 @@ from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
 from . import rust_core, sync_body
 from .calls import CallState, Capture, details_of
-from .engine import stored_records
 from .fallback import Contained, fail_open
 from .flows import Flow, Write, adrive
+from .format_flow import Done, Plan, stored_records
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .kwargs import CallFacts
 
 
 async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -44,9 +47,9 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         cleaned = without_turn(messages)
         kwargs["messages"] = cleaned
         facts = engine.facts_of(kwargs)
-        scope, provider, model = facts.scope, facts.provider, facts.model
+        provider = facts.provider
         target = engine.target(facts)
-        rust_core.warn_if_served_natively(provider, model)
+        rust_core.warn_if_served_natively(provider, facts.model)
         dialect = get_dialect(target.dialect)
         as_issued = anthropic_messages.takes_blocks_as_issued(provider)
         if not dialect.keeps_block_order and not as_issued:
@@ -54,11 +57,54 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             # which is told which of its user messages start a turn.
             state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(messages)
             return kwargs
-        origin = facts.origin, facts.deployment_id
-        system = blocks.system_digest(kwargs.get("system"))
+        flow = BlockMessages(kwargs, messages, target, as_issued)
+        await adrive(engine.store, engine.run(flow, facts, cleaned, state))
+        if dialect.keeps_block_order and not flow.as_issued:
+            _thinking_off_without_block(engine, state, target.dialect, kwargs, flow.facts)
+    return kwargs
+
+
+@dataclass(slots=True)
+class _Planned:
+    """The block-messages format's own plan of one request."""
+
+    messages: list[Any]
+    """The request's messages, without `turn`."""
+    digests: list[str]
+    facts: list[blocks.BlockFacts]
+    wanted: dict[int, str]
+    """Index -> key of the messages whose blocks are restored."""
+    reorderable: dict[int, str]
+    """Index -> key of the messages that carry their blocks, maybe not in the issued order."""
+    previous: _PreviousKeys
+    provider: str | None
+    model: str
+    origin: tuple[str, str | None]
+    anchor: identity.Anchor
+
+
+class BlockMessages:
+    """Anthropic-format messages to a deployment that takes them as they are (Claude, or a
+    third-party API's own blocks as issued) as a conversation format of the pipeline
+    (`format_flow.ConversationFormat`): one call's, whose `kwargs` it completes."""
+
+    def __init__(
+        self, kwargs: dict[str, Any], sent: list[Any], target: Target, as_issued: bool
+    ) -> None:
+        self.kwargs, self.sent, self.target = kwargs, sent, target
+        self.dialect = get_dialect(target.dialect)
+        self.as_issued = as_issued
+        """The deployment takes blocks as they were issued (a third-party API's own)."""
+        self.facts: list[blocks.BlockFacts] = []
+        """The facts of the messages as rendered (`render`)."""
+
+    def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[_Planned]:
+        cleaned, target, dialect = items, self.target, self.dialect
+        scope = facts.scope
+        system = blocks.system_digest(self.kwargs.get("system"))
         walked = engine.block_digests.walk(scope, cleaned, system)
         digests, message_facts = walked.digests, walked.facts
-        start = current_turn_start(messages)
+        start = current_turn_start(self.sent)  # `turn` read where the client sent it
         compacted = blocks.compaction_index(cleaned, message_facts)
         if compacted is not None:
             start = min(start, compacted)  # the kept turns go back whole, as the current one
@@ -69,8 +115,6 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         if compacted is not None:  # nothing before the compaction block is read by the API
             wanted = {i: key for i, key in wanted.items() if i > compacted}
             reorderable = {i: key for i, key in reorderable.items() if i > compacted}
-        asked = {**wanted, **reorderable}
-        previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
         # Claude's open tool loop is refused without its block: that read may wait longer, and
         # also for a capture filed under the message's place (a history cut at its head).
         required = dialect.has_tool_loop_rule and blocks.refused_without(
@@ -82,28 +126,49 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
                 return None
             return identity.place_of(blocks.place_of(cleaned, i, system, walked.facts))
 
-        def lookup(
-            keys: dict[int, str], budget_may_drop: bool
-        ) -> Flow[tuple[Mapping[str, Reasoning], dict[int, int]]]:
-            return engine.read(
-                scope,
-                keys,
-                {i: digests[i] for i in keys},
-                lambda: blocks.own_tokens(
-                    cleaned, target.policy, start, engine.count_tokens, message_facts
-                ),
-                start,
-                # What the budget leaves out is never read, where it may leave anything out.
-                budget_may_drop=budget_may_drop
-                and not (as_issued or target.policy.earlier_turns_required),
-                legacy=previous,
-                required=required,
-                places=place_of if required else None,
-                budgeted=wanted,  # the reordered messages carry their blocks already
-            )
+        asked = {**wanted, **reorderable}
+        previous = _PreviousKeys(scope, cleaned, engine.legacy_keys_on)
+        return Plan(
+            scope,
+            asked,
+            {i: digests[i] for i in asked},
+            start,
+            lambda: blocks.own_tokens(
+                cleaned, target.policy, start, engine.count_tokens, message_facts
+            ),
+            # What the budget leaves out is never read, where it may leave anything out.
+            not (self.as_issued or target.policy.earlier_turns_required),
+            _Planned(
+                cleaned,
+                digests,
+                message_facts,
+                wanted,
+                reorderable,
+                previous,
+                facts.provider,
+                facts.model,
+                (facts.origin, facts.deployment_id),
+                blocks.place_of(cleaned, len(cleaned), system, walked.facts),
+            ),
+            legacy=previous,
+            required=required,
+            places=place_of if required else None,
+            budgeted=wanted,  # the reordered messages carry their blocks already
+        )
 
-        found, unread = await adrive(engine.store, lookup(asked, True))
-        asked = {i: key for i, key in asked.items() if i not in unread}
+    def render(
+        self,
+        engine: Engine,
+        plan: Plan[_Planned],
+        found: Mapping[str, Reasoning],
+        unread: Mapping[int, int],
+        state: CallState,
+    ) -> Flow[Done]:
+        planned, target, dialect = plan.detail, self.target, self.dialect
+        cleaned, wanted, reorderable = planned.messages, planned.wanted, planned.reorderable
+        previous, provider, origin = planned.previous, planned.provider, planned.origin
+        start = plan.turn_start
+        asked = {i: key for i, key in plan.keys.items() if i not in unread}
         records = stored_records(asked, previous.keys, found)
         _rekeyed(asked, wanted, reorderable)
 
@@ -111,11 +176,23 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             # A third-party Anthropic-compatible API's blocks: issued by this deployment
             return {i: r for i, r in records.items() if issued_unsigned(r, provider, origin[0])}
 
+        as_issued = self.as_issued
         unsigned = {} if as_issued else unsigned_of(records)
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
             more = {i: wanted[i] for i in unread}
-            found_more, _ = await adrive(engine.store, lookup(more, False))
+            found_more, _ = yield from engine.read(
+                plan.scope,
+                more,
+                {i: planned.digests[i] for i in more},
+                plan.own_tokens,
+                start,
+                budget_may_drop=False,
+                legacy=previous,
+                required=plan.required,
+                places=plan.places,
+                budgeted=wanted,
+            )
             found = {**found, **found_more}
             asked.update(more)
             records = stored_records(asked, previous.keys, found)
@@ -123,6 +200,7 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             unsigned, unread = unsigned_of(records), {}
         if unsigned:  # a third-party Anthropic-compatible API issued these blocks
             as_issued, records = True, unsigned
+        self.as_issued = as_issued
         usable = {
             i: record
             for i, record in records.items()
@@ -155,42 +233,49 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
             count=engine.count_tokens,
             earlier_required=as_issued,
             unread=unread,
-            facts=(message_facts := _facts_after(cleaned, message_facts, out)),
+            facts=(message_facts := _facts_after(cleaned, planned.facts, out)),
         )
-        message_facts = _facts_after(out, message_facts, limited.messages)
-        out = kwargs["messages"] = limited.messages
+        message_facts = self.facts = _facts_after(out, message_facts, limited.messages)
+        out = self.kwargs["messages"] = limited.messages
         gone = {*limited.stripped, *limited.over_budget}
         restored_at = [i for i in restored_at if i not in gone]
         missing = [i for i in wanted if i > start and i not in stored]
         reordered_at = [i for i in reordered_at if i not in gone]
-        engine.report.stats["restored"] += len(restored_at)
-        engine.report.stats["reordered"] += len(reordered_at)
-        engine.report.stats["missing"] += len(missing)
-        engine.report.stats["stripped"] += len(limited.stripped)
-        engine.report.stats["over_budget"] += len(limited.over_budget)
-        indices = (restored_at, missing, reordered_at)
-        _decide(engine, state, target, out, message_facts, indices, limited, stored)
-        engine.conclude(
-            state,
+        counts = Rendered(
+            out,
+            start,
+            restored=restored_at,
+            reordered=reordered_at,
+            missing=missing,
+            stripped=list(limited.stripped),
+        )
+
+        def summary() -> dict[str, Any]:
+            per_message, sent = blocks.summary_counts(
+                out, restored_at, missing, limited, reordered_at, message_facts, stored
+            )
+            tokens = sum(map(engine.count_tokens, sent))
+            return summary_of(target, per_message, tokens, limited.saved)
+
+        return Done(
+            out,
             target,
-            provider,
-            model,
+            counts,
+            len(limited.over_budget),
+            summary,
             (wanted, previous, stored, restored_at),
             Capture(
-                scope,
-                digests[-1],
+                plan.scope,
+                planned.digests[-1],
                 provider,
-                model,
+                planned.model,
                 origin=origin[0],
                 deployment=origin[1],
-                anchor=blocks.place_of(cleaned, len(cleaned), system, walked.facts),
+                anchor=planned.anchor,
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),
         )
-        if dialect.keeps_block_order and not as_issued:
-            _thinking_off_without_block(engine, state, target.dialect, kwargs, message_facts)
-    return kwargs
 
 
 def _thinking_off_without_block(
@@ -259,28 +344,6 @@ def _facts_after(
         fact if message is old else blocks.facts_of(message)
         for old, fact, message in zip(before, facts, after, strict=True)
     ]
-
-
-def _decide(
-    engine: Engine,
-    state: CallState,
-    target: Target,
-    messages: Sequence[Any],
-    facts: Sequence[blocks.BlockFacts],
-    indices: tuple[Sequence[int], Sequence[int], Sequence[int]],
-    limited: blocks.Limited,
-    stored: Mapping[int, Reasoning],
-) -> None:
-    """The decisions summary of an Anthropic-format request (as `decisions.summarize` makes
-    it for chat); `indices`: the messages restored, missing and reordered; `stored`: the
-    records restored, by index."""
-    restored, missing, reordered = indices
-    per_message, sent = blocks.summary_counts(
-        messages, restored, missing, limited, reordered, facts, stored
-    )
-    tokens = sum(map(engine.count_tokens, sent))
-    summary = summary_of(target, per_message, tokens, limited.saved)
-    engine.report.decide(summary, state)
 
 
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:

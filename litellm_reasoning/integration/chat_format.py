@@ -1,7 +1,6 @@
-"""Chat messages (`completion` / `acompletion`) after routing: the engine's chat flow
-(`Engine.render_flow`: the prefix cache's walk, the plan, one store read, render, the adapter's
-finish, the limits), then what LiteLLM's translation of this deployment needs settled
-(`sync_body.settle`)."""
+"""Chat messages (`completion` / `acompletion`) after routing: the pipeline with the chat
+format (`Engine.arender`: `chat_messages.ChatMessages`), then what LiteLLM's translation of
+this deployment needs settled (`sync_body.settle`)."""
 
 from __future__ import annotations
 

@@ -12,104 +12,37 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import identity
-from ..core.decisions import summarize
-from ..core.dialect import Dialect
 from ..core.formats import blocks, items
 from ..core.limits import (
-    Limited,
-    RecordCounts,
     TokenCounter,
-    TokenCounts,
-    apply_limits,
     estimate_tokens,
     unread_over_budget,
 )
-from ..core.messages import continues_prefill
 from ..core.provenance import of_origin
 from ..core.reasoning import Reasoning, tokens_of_chars
-from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
+from ..core.render import Rendered
 from ..core.shared_keys import Reading, exact_key, reading
 from ..core.targets import Override, Target, resolve_target
 from ..memo.chain_digests import ChainDigests
 from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
-from ..memo.prefix_cache import History, PrefixCache
+from ..memo.prefix_cache import PrefixCache
 from ..memo.refused import RefusedRecords
 from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
-from ..wire import get_dialect
 from . import capture
 from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
+from .chat_messages import CHAT, Request
 from .fallback import Contained
 from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
+from .format_flow import ConversationFormat, Done
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
 from .streams import finished_stream
 
 logger = logging.getLogger("litellm_reasoning")
-
-
-@dataclass(slots=True)
-class LegacyKeys:
-    """Earlier releases' keys of the tool-call messages among the indices it is called with,
-    made from `history` (None: this store is not shared with other releases) and kept in
-    `made`. Kept by the call state for a refusal to evict: it holds the history, never the
-    request (the call state would keep it and its rendered messages alive)."""
-
-    history: History | None
-    made: dict[int, tuple[str, ...]]
-
-    def __call__(self, indices: Sequence[int]) -> Mapping[int, tuple[str, ...]]:
-        if self.history is not None:
-            self.made.update(self.history.legacy_keys_for(indices))
-        return self.made
-
-
-@dataclass(slots=True)
-class Request:
-    """One request being rendered: its target, scope and the store keys it looks up."""
-
-    messages: list[Any]
-    target: Target
-    dialect: Dialect
-    """The adapter of `target.dialect` (looked up once; `complete` may change both)."""
-    provider: str | None
-    model: str | None
-    scope: str
-    keys: dict[int, str]
-    """Message index -> store key, for the messages whose reasoning is looked up."""
-    before: dict[int, str]
-    """Message index -> digest of the conversation before it (what its capture is filed under)."""
-    digest: str
-    """Digest of the whole history: the state this call's reply answers."""
-    owns: list[Reasoning | None]
-    """The reasoning each message carries itself (read once)."""
-    legacy: LegacyKeys
-    """Earlier releases' keys of its tool-call messages (rolling upgrades), made for the
-    messages the read missed and those a refusal evicts."""
-    anchor: identity.Anchor
-    """Where this call's reply will stand in its turn."""
-    history: History | None = None
-    """The history as hashed (kept after rendering, so the next request reuses it)."""
-    origin: tuple[str, str | None] = ("", None)
-    """(`identity.origin_of` the deployment, its Router id)."""
-    required: bool = False
-    """The target refuses this request without the records looked up (`refused_without`)."""
-    turn_start: int = 0
-    """`effective_turn_start` for `dialect` (scanned once, for the plan, the budget and the
-    render)."""
-
-    def place_of(self, index: int) -> str | None:
-        """Where message `index` stands in its turn (`identity.place_of`) when its key follows
-        from that place (a tool-call message's does); else None."""
-        message = self.messages[index]
-        if self.history is None or not isinstance(message, dict):
-            return None
-        if not identity.has_tool_call_ids(message):
-            return None
-        return identity.place_of(self.history.anchor(index))
 
 
 @dataclass(slots=True)
@@ -417,61 +350,55 @@ class Engine:
     # ------------------------------------------------------------------ rendering
 
     def prepare(self, facts: CallFacts, messages: list[Any]) -> Request:
-        scope = facts.scope
-        target = self.target(facts)
-        dialect = get_dialect(target.dialect)
-        # One pass over the history (reusing what the conversation's earlier request hashed):
-        # the digests name this call's reply and the lookups.
-        history = self.histories.walk(scope, messages)
-        owns = history.owns
-        turn_start = effective_turn_start(messages, dialect)
-        wanted = plan(
-            messages, dialect, target.policy, owns, history.assistant, turn_start=turn_start
-        )
-        digests, empty = history.digests, identity.EMPTY_DIGEST
-        required = refused_without(messages, dialect, target.policy, wanted)
-        return Request(
-            messages,
-            target,
-            dialect,
-            facts.provider,
-            facts.model,
-            scope,
-            history.keys_for(wanted),
-            {i: digests[i - 1] if i > 0 else empty for i in wanted},
-            history.digest,
-            owns,
-            # Only a store shared with earlier releases can hold what they wrote.
-            LegacyKeys(history if self.legacy_keys_on else None, {}),
-            history.anchor(len(messages)),
-            history,
-            (facts.origin, facts.deployment_id),
-            required,
-            turn_start,
-        )
+        """The chat format's plan of `messages` (`ChatMessages.prepare`)."""
+        return CHAT.prepare(self, facts, messages)
 
     def render_flow(
         self, facts: CallFacts, messages: list[Any], state: CallState
     ) -> Flow[tuple[Rendered, Target]]:
-        request = self.prepare(facts, messages)
-        target, dialect = request.target, request.dialect
-        start = request.turn_start  # the budget's (only earlier turns are left out)
-        keys = request.keys
+        """Chat `messages` through the pipeline."""
+        done = yield from self.run(CHAT, facts, messages, state)
+        assert done is not None  # the chat format renders every request
+        return done.counts, done.target  # the records may have changed its dialect
+
+    def run(
+        self,
+        fmt: ConversationFormat[Any],
+        facts: CallFacts,
+        items: list[Any],
+        state: CallState,
+    ) -> Flow[Done | None]:
+        """The one request pipeline of every conversation format (`format_flow`): the format's
+        plan, the one store read, the format's render, and what a rendered request leaves
+        (`record`). None: the format does not render this request."""
+        plan = fmt.plan(self, facts, items)
+        if plan is None:
+            return None
         found, unread = yield from self.read(
-            request.scope,
-            keys,
-            request.before,
-            lambda: self._own_tokens(request, start),
-            start,
-            budget_may_drop=not (dialect.passthrough or target.policy.earlier_turns_required),
-            legacy=request.legacy,
-            required=request.required,
-            # By place only where the target refuses the request without the record: another
-            # conversation's capture at the same place can make a miss wait.
-            places=request.place_of if request.required else None,
+            plan.scope,
+            plan.keys,
+            plan.before,
+            plan.own_tokens,
+            plan.turn_start,
+            budget_may_drop=plan.budget_may_drop,
+            legacy=plan.legacy,
+            required=plan.required,
+            places=plan.places,
+            budgeted=plan.budgeted,
         )
-        rendered = self.complete(request, found, state, unread)
-        return rendered, request.target  # `complete` may have changed its dialect
+        done = yield from fmt.render(self, plan, found, unread, state)
+        self.record(state, facts.provider, facts.model, done)
+        return done
+
+    def record(self, state: CallState, provider: str | None, model: str | None, done: Done) -> None:
+        """What a rendered request of any format leaves: its capture opened and what a refusal
+        of it evicts (`conclude`), its counts and its decisions summary (reporting never undoes
+        the rendering)."""
+        self.conclude(state, done.target, provider, model, done.restored, done.capture)
+        self.report.rendered(done.counts, done.target.dialect)
+        self.report.stats["over_budget"] += done.over_budget
+        with Contained(self.report.fail, "reporting the request's decisions"):
+            self.report.decide(done.summary(), state)
 
     def read(
         self,
@@ -515,17 +442,6 @@ class Engine:
         if to_read is not keys:  # re-keyed where two conversations share a key
             keys.update(to_read)
         return self.refused.without_refused(scope, found), unread
-
-    def _own_tokens(self, request: Request, start: int) -> dict[int, int]:
-        """The tokens of the reasoning a chat request's messages carry and its policy keeps."""
-        policy, messages = request.target.policy, request.messages
-        return {
-            i: reasoning.estimated_tokens
-            for i, reasoning in enumerate(request.owns)
-            if reasoning is not None
-            and not reasoning.is_empty
-            and policy.keeps(i, messages[i], start)
-        }
 
     def stored_tokens(self, scope: str, keys: Mapping[int, str]) -> Flow[dict[int, int] | None]:
         """The estimated tokens of the stored records of `keys`, by index, from the sizes the
@@ -591,75 +507,11 @@ class Engine:
         state: CallState,
         unread: Mapping[int, int] | None = None,
     ) -> Rendered:
-        """`request` rendered with the records `found` (by key, the refused ones left out:
-        `read`), the limits applied, its capture opened and its decisions reported."""
-        stored = self.of_origin(
-            stored_records(request.keys, request.legacy.made, found),
-            request.origin[0],
-            request.provider,
-        )
-        dialect = request.dialect
-        other = dialect.for_records(
-            stored, request.provider, request.model or "", request.origin[0]
-        )
-        turn_start: int | None = request.turn_start
-        if other is not None:  # e.g. a third-party Anthropic API's own blocks, as it issued them
-            request.target = dataclasses.replace(request.target, dialect=other)
-            dialect = request.dialect = get_dialect(other)
-            turn_start = None  # the other dialect's own validity rule decides it
-        history = request.history
-        rendered = render(
-            request.messages,
-            dialect,
-            request.target.policy,
-            stored,
-            request.owns,
-            assistant=history.assistant if history is not None else None,
-            flagged=history.flagged if history is not None else None,
-            recipes=history.recipes if history is not None else None,
-            bare=history.bare if history is not None else None,
-            turn_start=turn_start,
-        )
-        finished = dialect.finish(request.messages, rendered, stored, request.model or "")
-        rendered = finished.applied_to(rendered)
-        state.layouts = finished.layouts
-        if finished.signed_from_ids or finished.dummy_signed:
-            self.report.stats["dummy_signatures"] += len(finished.dummy_signed)
-            logger.debug(
-                "litellm-reasoning: %s: first function calls of messages %s signed with the "
-                "signature kept in their id, of messages %s with the dummy signature (no "
-                "signature from this platform)",
-                request.target.dialect,
-                finished.signed_from_ids,
-                finished.dummy_signed,
-            )
-        if history is not None:
-            self.histories.remember(history)
-        rendered, limited = self._limit(request, rendered, stored, unread)
-        self.conclude(
-            state,
-            request.target,
-            request.provider,
-            request.model,
-            # As references: turned into keys only when a refusal asks.
-            (request.keys, request.legacy, stored, rendered.restored),
-            Capture(
-                request.scope,
-                request.digest,
-                request.provider,
-                request.model,
-                anchor=request.anchor,
-                bridged=request.dialect.input_items,
-                origin=request.origin[0],
-                deployment=request.origin[1],
-                continues_prefill=continues_prefill(request.messages),
-            ),
-        )
-        self.report.rendered(rendered, request.target.dialect)
-        # Reporting never undoes the rendering.
-        with Contained(self.report.fail, "reporting the request's decisions"):
-            self.report.decide(summarize(rendered, request.target, limited), state)
-        return rendered
+        """`request` (`prepare`) rendered with the records `found`, recorded as `run` records
+        it (`explain` reads the store itself)."""
+        done = CHAT.rendered(self, request, found, state, unread)
+        self.record(state, request.provider, request.model, done)
+        return done.counts
 
     def of_origin(
         self, stored: dict[int, Reasoning], origin: str, provider: str | None
@@ -674,53 +526,6 @@ class Engine:
                 foreign,
             )
         return out
-
-    def _limit(
-        self,
-        request: Request,
-        rendered: Rendered,
-        stored: Mapping[int, Reasoning],
-        unread: Mapping[int, int] | None,
-    ) -> tuple[Rendered, Limited]:
-        """The provider's strip rule and the budget, after the policy."""
-        history = request.history
-        counted: TokenCounts
-        if self.count_tokens is estimate_tokens:
-            counted = RecordCounts(stored, request.owns, rendered.restored)
-        else:
-            counted = self._memo_counts(request, rendered, stored)
-        rendered, limited = apply_limits(
-            rendered,
-            request.messages,
-            request.dialect,
-            request.target.policy,
-            strip=request.target.strip,
-            max_tokens=self.max_reasoning_tokens,
-            counted=counted,
-            assistant=history.assistant if history is not None else None,
-            unread=unread,
-        )
-        self.report.stats["over_budget"] += len(limited.over_budget)
-        return rendered, limited
-
-    def _memo_counts(
-        self, request: Request, rendered: Rendered, stored: Mapping[int, Reasoning]
-    ) -> TokenCounts:
-        """Counts by an operator's own counter, remembered per render recipe."""
-        restored_as_rendered = rendered.restored
-        restored: set[int] = set()
-
-        def reasoning_at(index: int) -> Reasoning | None:
-            # Asked only for what the memo does not know yet (the newest messages, or all on
-            # a cold request): the set is made on the first such call.
-            if not restored and restored_as_rendered:
-                restored.update(restored_as_rendered)
-            return stored.get(index) if index in restored else request.owns[index]
-
-        history = request.history
-        # Each message's render recipe stands for the reasoning it sent or stripped (a recipe
-        # is reused only while that reasoning is the same value): counted once per recipe.
-        return self.token_memo.bind(history.recipes if history is not None else None, reasoning_at)
 
 
 _LATE_READS = 4
@@ -744,23 +549,3 @@ def _settled(record: Reasoning | None, before: str | None) -> bool:
     if record.conversation is None or before is None:
         return True
     return reading(record.conversation, before) is not Reading.OTHER
-
-
-def stored_records(
-    keys: Mapping[int, str],
-    legacy: Mapping[int, tuple[str, ...]],
-    found: Mapping[str, Reasoning],
-) -> dict[int, Reasoning]:
-    """Message index -> its record: under its own key, else one an earlier release wrote under
-    its key there, newest release first (never a copy marked superseded: written there for
-    older replicas by a release that also wrote the record under its own key)."""
-    stored = {i: found[key] for i, key in keys.items() if key in found}
-    for i, older_keys in legacy.items():
-        if i in stored:
-            continue
-        for key in older_keys:
-            record = found.get(key)
-            if record is not None and not record.superseded:
-                stored[i] = record
-                break
-    return stored

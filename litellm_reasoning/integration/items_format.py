@@ -4,13 +4,17 @@ go back before the items they preceded (`wire.openai_responses.input_items`)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
 from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
-from ..core.targets import resolve_target
+from ..core.reasoning import Reasoning
+from ..core.render import Rendered
+from ..core.targets import Target, resolve_target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
 from ..wire.openai_responses import input_items
@@ -22,12 +26,14 @@ from ..wire.openai_responses.dialect import (
     say_reasoning_context,
 )
 from . import kwargs as read
-from .calls import Capture, details_of, state_in
+from .calls import CallState, Capture, details_of, state_in
 from .fallback import fail_open
-from .flows import adrive
+from .flows import Flow, adrive
+from .format_flow import Done, Plan
 
 if TYPE_CHECKING:
     from .engine import Engine
+    from .kwargs import CallFacts
 
 
 GAPS = frozenset({"missing", "dropped", "over_budget", "stripped"})
@@ -68,7 +74,34 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             why = f"{target.why}; the client asked for reasoning.context {asked}"
             target = dataclasses.replace(target, policy=policy, why=why)
         state = engine.start(details)
-        scope = facts.scope
+        responses = ResponsesInput(kwargs, target, asked)
+        await adrive(engine.store, engine.run(responses, facts, items, state))
+    return kwargs
+
+
+@dataclass(slots=True)
+class _Planned:
+    """The Responses format's own plan of one request."""
+
+    items: list[Any]
+    conversation: core_items.Conversation
+    own: dict[int, Reasoning]
+    own_tokens: dict[int, int]
+    origin: tuple[str, str | None]
+    provider: str | None
+    model: str
+
+
+class ResponsesInput:
+    """Responses input items as a conversation format of the pipeline
+    (`format_flow.ConversationFormat`): one call's, whose `kwargs` it completes (the
+    encrypted content asked for, `reasoning.context`)."""
+
+    def __init__(self, kwargs: dict[str, Any], target: Target, asked: str | None) -> None:
+        self.kwargs, self.target, self.asked = kwargs, target, asked
+
+    def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[_Planned]:
+        scope, target = facts.scope, self.target
         walked = engine.item_digests.walk(scope, items)
         conversation = core_items.Conversation.of(scope, items, walked.digests, walked.keys)
         start = current_turn_start(items)  # one scan, for the plan, the read and the budget
@@ -78,27 +111,51 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         # A reply is filed under the state before the item it precedes (none before item 0).
         before = {i: conversation.digests[i - 1] for i in keys if i > 0}
-        found, unread = await adrive(
-            engine.store,
-            engine.read(
-                scope,
-                keys,
-                before,
-                lambda: own_tokens,
-                start,
-                budget_may_drop=True,
-                required=input_items.refused_without(items, keys),
+        return Plan(
+            scope,
+            keys,
+            before,
+            start,
+            lambda: own_tokens,
+            True,
+            _Planned(
+                items,
+                conversation,
+                own,
+                own_tokens,
+                (facts.origin, facts.deployment_id),
+                facts.provider,
+                facts.model,
             ),
+            required=input_items.refused_without(items, keys),
         )
-        origin = facts.origin, facts.deployment_id
+
+    def render(
+        self,
+        engine: Engine,
+        plan: Plan[_Planned],
+        found: Mapping[str, Reasoning],
+        unread: Mapping[int, int],
+        state: CallState,
+    ) -> Flow[Done]:
+        yield from ()  # nothing more to read
+        planned, keys, target, kwargs = plan.detail, plan.keys, self.target, self.kwargs
+        items, own, origin = planned.items, planned.own, planned.origin
+        provider, model = planned.provider, planned.model
         stored = engine.of_origin(
             {i: found[key] for i, key in keys.items() if i not in unread and key in found},
             origin[0],
             provider,
         )
-        tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **own_tokens}
+        tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **planned.own_tokens}
         left_out = core_items.over_budget(
-            items, stored, tokens, engine.max_reasoning_tokens, target.strip, unread, start
+            items,
+            stored,
+            tokens,
+            engine.max_reasoning_tokens,
+            target.strip,
+            unread,
+            plan.turn_start,
         )
         tokens.update(unread)
         stored = {i: r for i, r in stored.items() if i not in left_out}
@@ -109,33 +166,35 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
             provider=provider,
         )
         kwargs["input"] = rendered.items
-        engine.report.stats["restored"] += len(rendered.restored)
-        engine.report.stats["dropped"] += len(rendered.dropped)
-        engine.report.stats["over_budget"] += len(left_out)
         per_item = input_items.decisions(items, rendered, keys, stored, left_out)
-        missing = sum(value == "missing" for value in per_item.values())
         if target.policy is not TurnPolicy.NONE:
             ask_for_encrypted_content(kwargs, model, provider)
             say_reasoning_context(
                 kwargs,
                 target.policy,
                 read.reasoning_contexts_in_model_map(provider, model),
-                asked=asked,
+                asked=self.asked,
                 whole=not any(value in GAPS for value in per_item.values()),
             )
-        engine.report.stats["missing"] += missing
         sent = sum(tokens[i] for i in (*rendered.restored, *own))
         saved = sum(tokens[i] for i in left_out)
-        engine.report.decide(summary_of(target, per_item, sent, saved), state)
-        engine.conclude(
-            state,
+        counts = Rendered(
+            rendered.items,
+            plan.turn_start,
+            restored=list(rendered.restored),
+            dropped=list(rendered.dropped),
+            missing=[int(i) for i, value in per_item.items() if value == "missing"],
+        )
+        return Done(
+            rendered.items,
             target,
-            provider,
-            model,
+            counts,
+            len(left_out),
+            lambda: summary_of(target, per_item, sent, saved),
             {keys[i]: stored[i] for i in rendered.restored if i in stored},
             Capture(
-                scope,
-                conversation.digest,
+                plan.scope,
+                planned.conversation.digest,
                 provider,
                 model,
                 responses_input=True,
@@ -144,4 +203,3 @@ async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any]
                 continues_prefill=continues_prefill(items),
             ),
         )
-    return kwargs

@@ -1,19 +1,18 @@
-"""The one request pipeline every entry point goes through, and its one fail-open fallback.
+"""Where a deployment hook's call enters the one request pipeline (`Engine.run`), by its
+conversation format (`dispatch`):
 
-A deployment hook's kwargs go to the flow of their conversation format (`dispatch`):
+* chat messages (`completion` / `acompletion`): `chat_format` (`chat_messages.ChatMessages`);
+* block messages (`/v1/messages`, Claude Code and the Anthropic SDKs): `blocks_format`
+  (`BlockMessages`);
+* input items (`responses` / `aresponses`): `items_format` (`ResponsesInput`).
 
-* chat messages (`completion` / `acompletion`): `chat_format`;
-* block messages (`/v1/messages`, Claude Code and the Anthropic SDKs): `blocks_format`;
-* input items (`responses` / `aresponses`): `items_format`.
-
-Each flow is the same steps: the target (`Engine.target`) -> the format's plan, what identifies
-each item and which carry reasoning under the policy (`core.formats`, `memo.prefix_cache` for
-chat) -> one store read (`Engine.read`: the budget's unread decision, the lookup, the refused
-left out) -> the format's render and limits (`core.limits.leave_out`) -> the decisions summary
--> `Engine.conclude` (the target rendered for, what went in from the store, the capture
-opened). Whatever fails on the way, `fallback.fail_open` lets the request through as the
-client sent it, less `turn`. The sync path (`log_pre_api_call`) runs the chat flow on the
-provider body (`sync_body`)."""
+Each entry decides whether the call is rendered here at all and starts its state; the pipeline
+is then the same for all three (`format_flow`): the format's plan (the target, what identifies
+each item and which carry reasoning under the policy) -> one store read (`Engine.read`: the
+budget's unread decision, the lookup, the refused left out) -> the format's render and limits
+-> `Engine.record` (the capture opened, the counts, the decisions summary). Whatever fails on
+the way, `fallback.fail_open` lets the request through as the client sent it, less `turn`.
+The sync path (`log_pre_api_call`) runs the chat format on the provider body (`sync_body`)."""
 
 from __future__ import annotations
 
