@@ -1,0 +1,149 @@
+"""The one request pipeline (`Engine.run`) is a contract a new format can be written against: a
+format that knows nothing of the engine's internals gets one store read of what it planned, its
+rendered items, and what every rendered request leaves (its capture open, its counts, its
+decisions summary), on the real in-memory store; a failing summary costs only the summary."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.core.decisions import summary_of
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.core.render import Rendered
+from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.integration.calls import CallState, Capture
+from litellm_reasoning.integration.engine import Engine
+from litellm_reasoning.integration.flows import Flow, adrive, drive
+from litellm_reasoning.integration.format_flow import Done, Plan
+from litellm_reasoning.integration.kwargs import CallFacts
+from litellm_reasoning.stores import MemoryStore
+
+FACTS = CallFacts(
+    scope="ns=test|key=k",
+    provider="deepseek",
+    model="deepseek-v4-flash",
+    api_base=None,
+    names=(),
+    has_tools=True,
+    preserved_thinking=False,
+    template_kept=False,
+    model_keeps_thinking=False,
+    origin="o",
+    deployment_id=None,
+)
+
+
+def note(text: str) -> Reasoning:
+    return Reasoning(parts=(ReasoningPart(text=text),), provider="deepseek")
+
+
+class Notes:
+    """A toy format: items `{"id": ..., "reasoning": ...}`, whose reasoning is kept under
+    `note:<id>` and put back where an item came without it."""
+
+    def __init__(self, failing_summary: bool = False) -> None:
+        self.failing_summary = failing_summary
+        self.read: dict[str, Reasoning] | None = None
+
+    def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[list[Any]]:
+        keys = {i: f"note:{item['id']}" for i, item in enumerate(items) if not item["reasoning"]}
+        return Plan(
+            facts.scope,
+            keys,
+            {i: f"before:{i}" for i in keys},
+            len(items) - 1,
+            dict,
+            False,
+            items,
+        )
+
+    def render(
+        self,
+        engine: Engine,
+        plan: Plan[list[Any]],
+        found: Mapping[str, Reasoning],
+        unread: Mapping[int, int],
+        state: CallState,
+    ) -> Flow[Done]:
+        yield from ()
+        self.read = dict(found)
+        out = list(plan.detail)
+        restored, missing = [], []
+        for i, key in plan.keys.items():
+            record = found.get(key)
+            if record is None:
+                missing.append(i)
+            else:
+                out[i] = {**out[i], "reasoning": record.text}
+                restored.append(i)
+        target = resolve_target(FACTS.provider, FACTS.model, None, has_tools=True)
+
+        def summary() -> dict[str, Any]:
+            if self.failing_summary:
+                raise RuntimeError("summary broke")
+            per_item = {str(i): "restored" for i in restored}
+            per_item.update({str(i): "missing" for i in missing})
+            return summary_of(target, per_item, len(restored))
+
+        return Done(
+            out,
+            target,
+            Rendered(out, plan.turn_start, kept=restored, restored=restored, missing=missing),
+            0,
+            summary,
+            {plan.keys[i]: found[plan.keys[i]] for i in restored},
+            Capture(plan.scope, "digest-of-all", FACTS.provider, FACTS.model),
+        )
+
+
+ITEMS = [
+    {"id": "a", "reasoning": None},
+    {"id": "b", "reasoning": "sent by the client"},
+    {"id": "c", "reasoning": None},
+]
+
+
+@pytest.mark.parametrize("driver", ["async", "sync"])
+def test_a_new_format_gets_the_read_the_render_and_the_record(driver: str) -> None:
+    callback = ReasoningCallback(MemoryStore())
+    engine = callback.engine
+    engine.store.put_many(FACTS.scope, {"note:a": note("from the store")})
+    state = engine.start(None)
+    notes = Notes()
+    flow = engine.run(notes, FACTS, ITEMS, state)
+    done = (
+        asyncio.run(adrive(engine.store, flow)) if driver == "async" else drive(engine.store, flow)
+    )
+    assert done is not None
+    # One read of what the plan asked for: a's record found, c's missing, b never looked up.
+    assert notes.read == {"note:a": note("from the store")}
+    assert [item["reasoning"] for item in done.items] == [
+        "from the store",
+        "sent by the client",
+        None,
+    ]
+    # What every rendered request leaves, whatever its format.
+    assert state.handled and state.capture is not None
+    assert state.capture.digest == "digest-of-all"
+    assert callback.open_captures == 1  # a later request continuing it waits for its reply
+    assert state.restored == {"note:a": note("from the store")}
+    assert state.summary is not None
+    assert state.summary["messages"] == {"0": "restored", "2": "missing"}
+    assert callback.stats["restored"] == 1 and callback.stats["missing"] == 1
+    assert callback.stats["reasoning_tokens_sent"] == 1
+
+
+def test_a_failing_summary_costs_only_the_summary() -> None:
+    callback = ReasoningCallback(MemoryStore())
+    engine = callback.engine
+    engine.store.put_many(FACTS.scope, {"note:a": note("from the store")})
+    state = engine.start(None)
+    done = drive(engine.store, engine.run(Notes(failing_summary=True), FACTS, ITEMS, state))
+    assert done is not None and done.items[0]["reasoning"] == "from the store"
+    assert state.capture is not None and state.summary is None
+    assert callback.stats["errors"] == 1 and callback.stats["restored"] == 1
