@@ -61,7 +61,7 @@ class Request:
     messages: list[Any]
     target: Target
     dialect: Dialect
-    """The adapter of `target.dialect` (looked up once; `complete` may change both)."""
+    """The adapter of `target.dialect` (looked up once; `rendered` may change both)."""
     provider: str | None
     model: str | None
     scope: str
