@@ -219,7 +219,16 @@ def _measure(
     store_url: str,
 ) -> dict[str, dict[str, Any]]:
     results: dict[str, dict[str, Any]] = {
-        k: {"lat": [], "err": 0, "ok": 0, "cpu": 0.0, "elapsed": 0.0, "sent": 0, "carried": 0}
+        k: {
+            "lat": [],
+            "err": 0,
+            "ok": 0,
+            "cpu": 0.0,
+            "elapsed": 0.0,
+            "sent": 0,
+            "carried": 0,
+            "rounds": [],
+        }
         for k in ARMS
     }
     for name in running:
@@ -244,7 +253,9 @@ def _measure(
             )
             res = results[name]
             res["elapsed"] += time.perf_counter() - start
-            res["cpu"] += proxy.group_cpu_seconds() - cpu
+            used = proxy.group_cpu_seconds() - cpu
+            res["cpu"] += used
+            res["rounds"].append(used / max(len(lat), 1))  # CPU per request in this round
             res["lat"] += lat
             res["ok"] += len(lat)
             res["err"] += err
@@ -321,6 +332,16 @@ def _report(
             "errors",
         ],
         rows,
+    )
+    per_round = [
+        f"{with_cpu / keeping_cpu:.3f}x"
+        for with_cpu, keeping_cpu in zip(
+            results["with"]["rounds"], results["keeping"]["rounds"], strict=False
+        )
+    ]
+    section.note(
+        "CPU / request with / keeping, round by round (how far one round's ratio is from "
+        f"the whole run's): {', '.join(per_round)}"
     )
     w = results["with"]
     restored_all = w["sent"] > 0 and w["carried"] == w["sent"]
