@@ -77,9 +77,7 @@ class _Planned:
     reorderable: dict[int, str]
     """Index -> key of the messages that carry their blocks, maybe not in the issued order."""
     previous: _PreviousKeys
-    provider: str | None
-    model: str
-    origin: tuple[str, str | None]
+    facts_of_call: CallFacts
     anchor: identity.Anchor
 
 
@@ -145,9 +143,7 @@ class BlockMessages:
                 wanted,
                 reorderable,
                 previous,
-                facts.provider,
-                facts.model,
-                (facts.origin, facts.deployment_id),
+                facts,
                 blocks.place_of(cleaned, len(cleaned), system, walked.facts),
             ),
             legacy=previous,
@@ -166,7 +162,8 @@ class BlockMessages:
     ) -> Flow[Done]:
         planned, target, dialect = plan.detail, self.target, self.dialect
         cleaned, wanted, reorderable = planned.messages, planned.wanted, planned.reorderable
-        previous, provider, origin = planned.previous, planned.provider, planned.origin
+        previous, call = planned.previous, planned.facts_of_call
+        provider, origin = call.provider, call.origin
         start = plan.turn_start
         asked = {i: key for i, key in plan.keys.items() if i not in unread}
         records = stored_records(asked, previous.keys, found)
@@ -174,24 +171,20 @@ class BlockMessages:
 
         def unsigned_of(records: dict[int, Any]) -> dict[int, Any]:
             # A third-party Anthropic-compatible API's blocks: issued by this deployment
-            return {i: r for i, r in records.items() if issued_unsigned(r, provider, origin[0])}
+            return {i: r for i, r in records.items() if issued_unsigned(r, provider, origin)}
 
         as_issued = self.as_issued
         unsigned = {} if as_issued else unsigned_of(records)
         if unsigned and unread:
             # A third-party API's blocks go back on every turn (as issued): read the rest too.
             more = {i: wanted[i] for i in unread}
-            found_more, _ = yield from engine.read(
-                plan.scope,
-                more,
-                {i: planned.digests[i] for i in more},
-                plan.own_tokens,
-                start,
-                budget_may_drop=False,
-                legacy=previous,
-                required=plan.required,
-                places=plan.places,
-                budgeted=wanted,
+            found_more, _ = yield from engine.read_plan(
+                dataclasses.replace(
+                    plan,
+                    keys=more,
+                    before={i: planned.digests[i] for i in more},
+                    budget_may_drop=False,
+                )
             )
             found = {**found, **found_more}
             asked.update(more)
@@ -210,7 +203,7 @@ class BlockMessages:
                 else dialect.accepts(record)
             )
         }
-        usable = engine.of_origin(usable, origin[0], provider)
+        usable = engine.of_origin(usable, origin, provider)
         stored = {i: record for i, record in usable.items() if i in wanted}
         out, restored_at = anthropic_messages.restore(
             cleaned, wanted, stored, start, as_issued=as_issued
@@ -268,9 +261,9 @@ class BlockMessages:
                 plan.scope,
                 planned.digests[-1],
                 provider,
-                planned.model,
-                origin=origin[0],
-                deployment=origin[1],
+                call.model,
+                origin=origin,
+                deployment=call.deployment_id,
                 anchor=planned.anchor,
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),

@@ -37,7 +37,7 @@ from .cancellation import CancellationWatch
 from .chat_messages import CHAT, Request
 from .fallback import Contained
 from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
-from .format_flow import ConversationFormat, Done
+from .format_flow import ConversationFormat, Done, Plan
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
 from .streams import finished_stream
@@ -374,21 +374,27 @@ class Engine:
         plan = fmt.plan(self, facts, items)
         if plan is None:
             return None
-        found, unread = yield from self.read(
-            plan.scope,
-            plan.keys,
-            plan.before,
-            plan.own_tokens,
-            plan.turn_start,
-            budget_may_drop=plan.budget_may_drop,
-            legacy=plan.legacy,
-            required=plan.required,
-            places=plan.places,
-            budgeted=plan.budgeted,
-        )
+        found, unread = yield from self.read_plan(plan)
         done = yield from fmt.render(self, plan, found, unread, state)
         self.record(state, facts.provider, facts.model, done)
         return done
+
+    def read_plan(self, plan: Plan[Any]) -> Flow[tuple[Mapping[str, Reasoning], dict[int, int]]]:
+        """`read` of what `plan` looks up (a format reading more later hands a plan of those)."""
+        return (
+            yield from self.read(
+                plan.scope,
+                plan.keys,
+                plan.before,
+                plan.own_tokens,
+                plan.turn_start,
+                budget_may_drop=plan.budget_may_drop,
+                legacy=plan.legacy,
+                required=plan.required,
+                places=plan.places,
+                budgeted=plan.budgeted,
+            )
+        )
 
     def record(self, state: CallState, provider: str | None, model: str | None, done: Done) -> None:
         """What a rendered request of any format leaves: its capture opened and what a refusal

@@ -87,9 +87,7 @@ class _Planned:
     conversation: core_items.Conversation
     own: dict[int, Reasoning]
     own_tokens: dict[int, int]
-    origin: tuple[str, str | None]
-    provider: str | None
-    model: str
+    facts: CallFacts
 
 
 class ResponsesInput:
@@ -123,9 +121,7 @@ class ResponsesInput:
                 conversation,
                 own,
                 own_tokens,
-                (facts.origin, facts.deployment_id),
-                facts.provider,
-                facts.model,
+                facts,
             ),
             required=input_items.refused_without(items, keys),
         )
@@ -140,11 +136,11 @@ class ResponsesInput:
     ) -> Flow[Done]:
         yield from ()  # nothing more to read
         planned, keys, target, kwargs = plan.detail, plan.keys, self.target, self.kwargs
-        items, own, origin = planned.items, planned.own, planned.origin
-        provider, model = planned.provider, planned.model
+        items, own, call = planned.items, planned.own, planned.facts
+        provider, model = call.provider, call.model
         stored = engine.of_origin(
             {i: found[key] for i, key in keys.items() if i not in unread and key in found},
-            origin[0],
+            call.origin,
             provider,
         )
         tokens = {**{i: engine.count_tokens(r) for i, r in stored.items()}, **planned.own_tokens}
@@ -198,8 +194,8 @@ class ResponsesInput:
                 provider,
                 model,
                 responses_input=True,
-                origin=origin[0],
-                deployment=origin[1],
+                origin=call.origin,
+                deployment=call.deployment_id,
                 continues_prefill=continues_prefill(items),
             ),
         )

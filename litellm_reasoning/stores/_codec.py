@@ -168,15 +168,17 @@ class DecodedRecords:
                 self.hits += len(keys)
         if whole:
             return list(map(_DECODED_OF, found))  # type: ignore[arg-type]  # no None
-        out: list[Decoded | None] = []
+        out: list[Decoded] = []
+        hits = 0
         for key, data, size, entry in zip(keys, datas, sizes, found, strict=True):
             if entry is not None and entry[1] == size:
-                with self._lock:
-                    self.hits += 1
+                hits += 1
                 out.append(entry[0])
             else:
                 out.append(self._decode_new(key, data))
-        return out  # type: ignore[return-value]  # no None left
+        with self._lock:
+            self.hits += hits
+        return out
 
     def _decode_new(self, key: int, data: bytes) -> Decoded:
         decoded = decode(data)
