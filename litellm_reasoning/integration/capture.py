@@ -6,19 +6,16 @@ from __future__ import annotations
 import dataclasses
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import identity
 from ..core.extract import reasoning_from_message
-from ..core.formats import items as items_format
 from ..core.reasoning import Reasoning
 from ..core.render import reply_needed_next
 from ..core.usage import prompt_cache_of
-from ..wire import get_dialect
-from ..wire.anthropic import body as block_order
-from ..wire.openai_responses import input_items as responses_input
-from ..wire.openrouter.stream import StreamedDetails
+from ..wire import CallParts, adapter_for, complete_message, get_dialect
+from . import items_format as responses
 from .calls import CallState, Capture
 from .fallback import Contained
 from .flows import Flow, Write
@@ -71,7 +68,7 @@ def _needed_next(state: CallState, call: Capture, response: Any) -> bool:
     if target is not None and reply_needed_next(get_dialect(target.dialect), target.policy):
         return True
     output = responses_output(response) if call.responses_input else None
-    return output is not None and responses_input.calls_need_reasoning(output)
+    return output is not None and responses.reply_needs_reasoning(output)
 
 
 def _records_of(
@@ -80,14 +77,13 @@ def _records_of(
     if call.continues_prefill:
         logger.debug("litellm-reasoning: a reply continuing an assistant prefill is not kept")
         return {}
-    raw = block_order.raw_reply(call.provider, source)
+    adapter = adapter_for(call.provider)
     chunks = source if isinstance(source, list) else None
-    if chunks is None and block_order.reads_block_order(call.provider):
+    if chunks is None and adapter.reads_stream:
         chunks = stream_chunks(state)
-    layout = block_order.reply_layout(call.provider, chunks, raw)
-    transformed = block_order.input_transformations(call.provider, response, raw)
-    _report_transformations(engine, state, transformed)
-    found = records(engine, call, response, state.peek(StreamedDetails), layout)
+    read = adapter.read_reply(response, source, chunks)
+    _report_transformations(engine, state, list(read.transformations))
+    found = records(engine, call, response, state, read.layout)
     if call.origin is not None:
         found = {
             key: dataclasses.replace(record, origin=call.origin, deployment=call.deployment)
@@ -115,16 +111,17 @@ def records(
     engine: Engine,
     call: Capture,
     response: Any,
-    streamed: StreamedDetails | None = None,
+    parts: CallParts | None = None,
     layout: tuple[str, ...] = (),
 ) -> dict[str, Reasoning]:
-    """Store key -> record of each choice of a chat (or Responses) reply."""
+    """Store key -> record of each choice of a chat (or Responses) reply (`parts`: the call's
+    state, where adapters kept what LiteLLM's assembly of a stream lost)."""
     output = responses_output(response)
     if output is None and call.responses_input:
         # LiteLLM's bridge rendered through the Responses hook (sync calls): its chat reply.
         choices = getattr(response, "choices", None) or [None]
         message = as_dict(getattr(choices[0], "message", None))
-        output = responses_input.output_from_chat(message) if message else None
+        output = responses.output_of_chat(message) if message else None
     if output is not None:
         return _responses_records(engine, call, output)
     out: dict[str, Reasoning] = {}
@@ -136,8 +133,8 @@ def records(
         message = as_dict(getattr(choice, "message", None))
         if message is None:
             continue
-        if streamed is not None:
-            _add_streamed_details(message, streamed, choice, number)
+        if parts is not None:
+            complete_message(message, choice, number, parts)
         reasoning = reasoning_from_message(message, provider=call.provider, model=model)
         if reasoning is not None:
             reasoning = sendable(reasoning)
@@ -173,27 +170,9 @@ def _responses_records(
     engine: Engine, call: Capture, output: list[dict[str, Any]]
 ) -> dict[str, Reasoning]:
     if call.responses_input:
-        conversation = items_format.Conversation(call.scope, [], digest=call.digest)
-        return responses_input.records(
-            conversation, output, provider=call.provider, model=call.model
-        )
+        return responses.reply_records(call, output)
     # The chat bridge: keyed as the assistant chat message LiteLLM made of the reply.
-    message = responses_input.chat_message(output)
-    return records(engine, call, OneMessage(message))
-
-
-def _add_streamed_details(
-    message: dict[str, Any], streamed: StreamedDetails, choice: Any, number: int
-) -> None:
-    """A streamed OpenRouter reply: put its merged `reasoning_details` on `message` (only when
-    complete; LiteLLM's assembled message has none)."""
-    psf = message.get("provider_specific_fields")
-    if message.get("reasoning_details") or (isinstance(psf, dict) and psf.get("reasoning_details")):
-        return
-    index = getattr(choice, "index", None)
-    details = streamed.take(index if isinstance(index, int) else number)
-    if details:
-        message["reasoning_details"] = details
+    return records(engine, call, OneMessage(responses.chat_message_of(output)))
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -221,14 +200,3 @@ def sendable(reasoning: Reasoning) -> Reasoning | None:
 def primary(found: Mapping[str, Reasoning]) -> int:
     """How many of `found` are this release's own records (not copies for older replicas)."""
     return sum(not record.superseded for record in found.values())
-
-
-def keep_streamed_item(state: CallState, index: Any, item: dict[str, Any]) -> None:
-    """A Responses stream's finished output item, kept until the stream completes."""
-    state.part(responses_input.StreamedItems).keep(index, item)
-
-
-def streamed_output(state: CallState, output: Sequence[Any]) -> list[Any]:
-    """A completed Responses stream's output, with the items it finished in their places."""
-    streamed = state.take(responses_input.StreamedItems)
-    return streamed.over(output) if streamed is not None else list(output)

@@ -4,7 +4,7 @@ go back before the items they preceded (`wire.openai_responses.input_items`)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -199,3 +199,41 @@ class ResponsesInput:
                 continues_prefill=continues_prefill(items),
             ),
         )
+
+
+# The reply side: a Responses reply's output items read into records.
+
+
+def reply_needs_reasoning(output: list[dict[str, Any]]) -> bool:
+    """Whether the next request is refused without this reply's reasoning items (its function
+    calls go back with their item ids: `input_items.calls_need_reasoning`)."""
+    return input_items.calls_need_reasoning(output)
+
+
+def output_of_chat(message: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """The output items of the chat reply LiteLLM's bridge made of a Responses reply (a sync
+    call rendered through the Responses hook)."""
+    return input_items.output_from_chat(message)
+
+
+def chat_message_of(output: list[dict[str, Any]]) -> dict[str, Any]:
+    """The assistant chat message LiteLLM's bridge makes of a Responses reply's `output` (what
+    a bridged chat call's capture is keyed as)."""
+    return input_items.chat_message(output)
+
+
+def reply_records(call: Capture, output: list[dict[str, Any]]) -> dict[str, Reasoning]:
+    """Store key -> record of a native Responses reply's reasoning items."""
+    conversation = core_items.Conversation(call.scope, [], digest=call.digest)
+    return input_items.records(conversation, output, provider=call.provider, model=call.model)
+
+
+def keep_streamed_item(state: CallState, index: Any, item: dict[str, Any]) -> None:
+    """A Responses stream's finished output item, kept until the stream completes."""
+    state.part(input_items.StreamedItems).keep(index, item)
+
+
+def streamed_output(state: CallState, output: Sequence[Any]) -> list[Any]:
+    """A completed Responses stream's output, with the items it finished in their places."""
+    streamed = state.take(input_items.StreamedItems)
+    return streamed.over(output) if streamed is not None else list(output)

@@ -13,7 +13,7 @@ from litellm import get_llm_provider
 from ..core import identity
 from ..core.policy import provider_manages_thinking, template_keeps_thinking
 from ..memo.targets import TargetCache
-from ..wire.openai_responses.dialect import ENDPOINT_ISSUERS
+from ..wire import issued_by_endpoint
 
 COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
 RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
@@ -156,7 +156,7 @@ def origin(kwargs: Mapping[str, Any], provider: str | None) -> tuple[str, str | 
     # Not the endpoint: LiteLLM's logging details hold the resolved URL where the deployment
     # hook has none, and an endpoint does not tell organisations apart, its credential does;
     # but a self-hosted server makes its own blobs (always given its api_base).
-    if provider in ENDPOINT_ISSUERS:
+    if issued_by_endpoint(provider):
         base = given("api_base")
         credentials.append(str(base).rstrip("/").lower() if base else None)
     fingerprint = identity.origin_of(provider, credentials)

@@ -36,7 +36,7 @@ from ..core.turns import without_turn
 from ..memo.pending import PendingCaptures
 from ..memo.prefix_cache import PrefixCache
 from ..stores import MemoryStore, ReasoningStore, store_from_url
-from . import blocks_format, capture, patches, pipeline, refusals, sync_body
+from . import blocks_format, capture, items_format, patches, pipeline, refusals, sync_body
 from .calls import details_of, state_in, state_of
 from .engine import Engine
 from .fallback import Contained
@@ -335,10 +335,10 @@ class ReasoningCallback(CustomLogger):
                 item = as_dict(getattr(response_chunk, "item", None))
                 index = getattr(response_chunk, "output_index", None)
                 if item is not None:
-                    capture.keep_streamed_item(state, index, item)
+                    items_format.keep_streamed_item(state, index, item)
                 return None
             output = responses_output(getattr(response_chunk, "response", None)) or []
-            output = capture.streamed_output(state, output)
+            output = items_format.streamed_output(state, output)
             await adrive(self.engine.store, capture.capture(self.engine, state, Output(output)))
         return None
 

@@ -1,28 +1,39 @@
-"""Dialects by name: how a target wants reasoning on the messages it is sent.
+"""The one registry of the provider families: dialects by name (how a target wants reasoning
+on the messages it is sent) and adapters by LiteLLM provider (what a family does around
+LiteLLM beside rendering: reading its replies and streams).
 
 One adapter module per provider family (`wire/<family>.py` or `wire/<family>/`); every dialect
-class it defines with a `name` of its own is registered here by finding it, so a new provider
-is its adapter and its rows in the model table (`data/model_table.json`, whose `dialects` list
-must name exactly what is registered: checked at import)."""
+class it defines with a `name` of its own, and every adapter class, is registered here by
+finding it, so a new provider is its adapter and its rows in the model table
+(`data/model_table.json`, whose `dialects` list must name exactly what is registered: checked at
+import). The LiteLLM layer reaches a family only through here."""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
+from typing import Any
 
 from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
 from ..core.model_table import DIALECT_NAMES
-from ._base import BaseDialect
+from ._base import BaseAdapter, BaseDialect, CallParts, ReplyRead
+
+for _module in pkgutil.walk_packages(__path__, __name__ + "."):
+    importlib.import_module(_module.name)
 
 
-def _found() -> dict[str, Dialect]:
-    for module in pkgutil.walk_packages(__path__, __name__ + "."):
-        importlib.import_module(module.name)
-    out: dict[str, Dialect] = {}
-    classes = list(BaseDialect.__subclasses__())
+def _subclasses(base: type[Any]) -> list[type[Any]]:
+    found, classes = [], list(base.__subclasses__())
     while classes:
         cls = classes.pop()
         classes.extend(cls.__subclasses__())
+        found.append(cls)
+    return found
+
+
+def _found() -> dict[str, Dialect]:
+    out: dict[str, Dialect] = {}
+    for cls in _subclasses(BaseDialect):
         name = cls.__dict__.get("name")  # its own: a subclass inherits its parent's
         if name:
             if name in out:
@@ -51,4 +62,49 @@ def dialect_names() -> list[str]:
     return sorted(_DIALECTS)
 
 
-__all__ = ["REASONING_KEYS", "Dialect", "dialect_names", "get_dialect", "strip_reasoning"]
+_ADAPTERS: tuple[BaseAdapter, ...] = tuple(cls() for cls in _subclasses(BaseAdapter))
+_BY_PROVIDER: dict[str, BaseAdapter] = {}
+for _adapter in _ADAPTERS:
+    for _provider in _adapter.providers:
+        if _BY_PROVIDER.setdefault(_provider, _adapter) is not _adapter:
+            raise RuntimeError(f"two adapters read the replies of {_provider!r}")
+_NO_ADAPTER = BaseAdapter()
+_COMPLETING = tuple(
+    adapter
+    for adapter in _ADAPTERS
+    if type(adapter).complete_message is not BaseAdapter.complete_message
+)
+_ENDPOINT_ISSUERS = frozenset().union(*(adapter.endpoint_issuers for adapter in _ADAPTERS))
+
+
+def adapter_for(provider: str | None) -> BaseAdapter:
+    """The adapter reading replies of LiteLLM's `provider` (one that reads nothing when no
+    family names it)."""
+    return _BY_PROVIDER.get(provider or "", _NO_ADAPTER)
+
+
+def complete_message(message: dict[str, Any], choice: Any, number: int, parts: CallParts) -> None:
+    """What every adapter puts back on a reply's assembled `message` (`BaseAdapter`)."""
+    for adapter in _COMPLETING:
+        adapter.complete_message(message, choice, number, parts)
+
+
+def issued_by_endpoint(provider: str | None) -> bool:
+    """Whether `provider`'s reasoning blobs are made by the serving endpoint itself (so a
+    record goes back only to the same `api_base`)."""
+    return provider in _ENDPOINT_ISSUERS
+
+
+__all__ = [
+    "REASONING_KEYS",
+    "BaseAdapter",
+    "CallParts",
+    "Dialect",
+    "ReplyRead",
+    "adapter_for",
+    "complete_message",
+    "dialect_names",
+    "get_dialect",
+    "issued_by_endpoint",
+    "strip_reasoning",
+]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from ..core.dialect import REASONING_KEYS, Dialect, Finished, strip_reasoning
 from ..core.policy import TurnPolicy
@@ -56,4 +57,65 @@ class BaseDialect:
         return None
 
 
-__all__ = ["REASONING_KEYS", "BaseDialect", "Dialect", "Finished", "strip_reasoning"]
+PartT = TypeVar("PartT")
+
+
+class CallParts(Protocol):
+    """A call's state as an adapter sees it: values of the adapter's own classes, one per class,
+    that it alone creates and reads (the LiteLLM layer's `CallState` knows none of them)."""
+
+    def part(self, kind: type[PartT]) -> PartT: ...
+
+    def peek(self, kind: type[PartT]) -> PartT | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRead:
+    """What an adapter read from a reply beside its messages."""
+
+    layout: tuple[str, ...] = ()
+    """Where the reply's reasoning blocks stood among its content (empty: unknown, or none)."""
+    transformations: tuple[dict[str, Any], ...] = ()
+    """Blocks of the request the provider reports it dropped or let through silently."""
+
+
+class BaseAdapter:
+    """What a provider family does around LiteLLM beside rendering messages: reading a reply
+    (its raw body, its stream), for the LiteLLM providers it names. The LiteLLM layer finds an
+    adapter by provider (`wire.adapter_for`), never by importing it; an adapter never imports
+    LiteLLM."""
+
+    providers: ClassVar[frozenset[str]] = frozenset()
+    """LiteLLM providers whose replies this adapter reads (`read_reply`)."""
+    endpoint_issuers: ClassVar[frozenset[str]] = frozenset()
+    """LiteLLM providers whose reasoning blobs the serving endpoint itself makes: a record
+    goes back only to the same `api_base`, whatever the credentials."""
+    reads_stream: ClassVar[bool] = False
+    """Whether `read_reply` needs a streamed reply's chunks."""
+
+    def read_reply(
+        self, response: Any, raw_details: Any, chunks: Sequence[Any] | None
+    ) -> ReplyRead:
+        """What `response` says beside its messages (`raw_details`: LiteLLM's logging details
+        holding the raw body, or the stream's chunks; `chunks`: a streamed reply's chunks)."""
+        return ReplyRead()
+
+    def complete_message(
+        self, message: dict[str, Any], choice: Any, number: int, parts: CallParts
+    ) -> None:
+        """Put back on a reply's assembled `message` (of `choice`, the `number`th) what
+        LiteLLM's assembly lost and this adapter kept in the call's `parts`, in place (asked
+        of every adapter, whatever the reply's provider)."""
+        return None
+
+
+__all__ = [
+    "REASONING_KEYS",
+    "BaseAdapter",
+    "BaseDialect",
+    "CallParts",
+    "Dialect",
+    "Finished",
+    "ReplyRead",
+    "strip_reasoning",
+]

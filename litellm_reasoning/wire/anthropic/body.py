@@ -13,7 +13,6 @@ from ...core.extract import BLOCK_TYPES
 from ...core.reasoning import Reasoning
 from ...core.render import Rendered
 from .dialect import (
-    CLAUDE_PROVIDERS,
     THINKING_OFF_BY_DEFAULT,
     THINKING_ON_BY_DEFAULT,
     apply_converse_layout,
@@ -29,12 +28,6 @@ from .dialect import (
 
 Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
 """Rendered message index -> (layout, its blocks in their original order)."""
-
-
-def reads_block_order(provider: str | None) -> bool:
-    """Whether replies of this LiteLLM provider carry Claude's content blocks, whose order
-    `reply_layout` reads."""
-    return provider in CLAUDE_PROVIDERS
 
 
 def layouts_of(
@@ -218,10 +211,10 @@ def put_blocks(
         turn_thinking_off(body, thinking_off)
 
 
-def raw_reply(provider: str | None, source: Any) -> dict[str, Any] | None:
+def raw_reply(source: Any) -> dict[str, Any] | None:
     """A Claude reply's raw JSON body, as LiteLLM keeps it in its logging details (`source`;
-    None: not Claude, streamed, or not JSON)."""
-    if provider not in CLAUDE_PROVIDERS or not isinstance(source, dict):
+    None: streamed, or not JSON)."""
+    if not isinstance(source, dict):
         return None
     raw = source.get("original_response")
     if not isinstance(raw, str | bytes) or not raw:
@@ -233,14 +226,10 @@ def raw_reply(provider: str | None, source: Any) -> dict[str, Any] | None:
     return body if isinstance(body, dict) else None
 
 
-def reply_layout(
-    provider: str | None, chunks: Iterable[Any] | None, raw: dict[str, Any] | None
-) -> tuple[str, ...]:
+def reply_layout(chunks: Iterable[Any] | None, raw: dict[str, Any] | None) -> tuple[str, ...]:
     """Where Claude's blocks stood in the reply (`layout_of_*`): from the stream's chunks, or
     from the raw body (Anthropic's `content`, Bedrock Converse's `output.message.content`).
     Empty when unknown."""
-    if provider not in CLAUDE_PROVIDERS:
-        return ()
     if chunks is not None:
         return layout_of_deltas(
             choices[0].delta
@@ -258,14 +247,10 @@ def reply_layout(
 _SECRET_FIELDS = frozenset({"thinking", "signature", "data", "text", "encrypted_content"})
 
 
-def input_transformations(
-    provider: str | None, response: Any, raw: dict[str, Any] | None
-) -> list[dict[str, Any]]:
+def input_transformations(response: Any, raw: dict[str, Any] | None) -> list[dict[str, Any]]:
     """A Claude reply's top-level `input_transformations` (blocks of the request the API dropped
     or let through silently): LiteLLM 1.110 moves them onto the message's
     `provider_specific_fields`; 1.106 leaves them in the raw body only."""
-    if provider not in CLAUDE_PROVIDERS:
-        return []
     choices = getattr(response, "choices", None) or ()
     message = getattr(choices[0], "message", None) if choices else None
     psf = getattr(message, "provider_specific_fields", None)
