@@ -7,7 +7,7 @@ core only ever sees them through this protocol."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
@@ -50,6 +50,21 @@ class Finished:
         return finished
 
 
+@dataclass(frozen=True, slots=True)
+class ThinkingOff:
+    """Thinking turned off for one call: a tool loop the target refuses with thinking on and no
+    reasoning to send (`Dialect.thinking_off`)."""
+
+    default: str
+    """The model's thinking default, which says how thinking goes off."""
+    possible: bool = True
+    """False: the model thinks whatever the request says; the request goes as it is."""
+
+
+Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
+"""Rendered message index -> (layout, its blocks in their original order) (`Finished.layouts`)."""
+
+
 class Dialect(Protocol):
     """How one family of targets wants an assistant message's reasoning: everything the core
     and the LiteLLM layer ask of a provider, with no `getattr` or `isinstance` on the way."""
@@ -81,6 +96,9 @@ class Dialect(Protocol):
     streams_details_apart: ClassVar[bool]
     """True when LiteLLM drops a streamed reply's `reasoning_details` from the chunks of an
     OpenAI-compatible stream: they are merged from the raw deltas for the capture."""
+    body_is_contents: ClassVar[bool]
+    """True when the provider body is Gemini's `contents`: on the sync path it is rebuilt from
+    the rendered messages by LiteLLM's own converter."""
 
     def accepts(self, reasoning: Reasoning) -> bool:
         """Whether this target can take `reasoning` back (signed by another issuer: no)."""
@@ -129,6 +147,53 @@ class Dialect(Protocol):
         """What a chat request to this target must ask for beside its messages for the reply
         to carry reasoning it can take back, in place in the call's `params` (the Responses
         API's `include` of encrypted reasoning); nothing for most."""
+        ...
+
+    def open_loop_without_reasoning(self, messages: Sequence[Any]) -> bool:
+        """Whether the rendered chat `messages` answer a tool loop whose assistant message has
+        no reasoning to send, which this target refuses with thinking on (Claude); then
+        `thinking_off` is asked."""
+        ...
+
+    def thinking_off(
+        self, params: Sequence[Any], model: str, from_model_map: str | None
+    ) -> ThinkingOff | None:
+        """For such a loop: how thinking goes off for this call, when `params` (the request's
+        keyword dicts) leave it on (`from_model_map`: the model's thinking default by LiteLLM's
+        model map, None: it does not say); None: thinking is off already."""
+        ...
+
+    def turn_thinking_off(self, params: dict[str, Any], off: ThinkingOff) -> None:
+        """Thinking off in `params` (a request's keyword dict or a provider body), in place."""
+        ...
+
+    def without_thinking(self, message: Any) -> Any:
+        """A rendered chat message without what a call with thinking off must not send."""
+        ...
+
+    def put_blocks(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        thinking_off: Callable[[], ThinkingOff | None],
+    ) -> ThinkingOff | None:
+        """The sync path of a target that `keeps_block_order`: its rendered blocks on the
+        provider body LiteLLM built from the client's messages, in place (raises when the body
+        does not line up, before anything changes); thinking off instead when
+        `thinking_off()` (asked once the body lines up) says so, which is returned."""
+        ...
+
+    def lay_out(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        *,
+        converse: bool = False,
+    ) -> None:
+        """The provider body LiteLLM built from `rendered` (Bedrock Converse's when `converse`)
+        with each reply's blocks where they stood (`layouts`, made by `finish`), in place."""
         ...
 
 

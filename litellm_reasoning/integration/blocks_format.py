@@ -18,7 +18,6 @@ from ..core.render import Rendered
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
 from ..wire import get_dialect
-from ..wire.anthropic import body as claude
 from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
 from . import rust_core, sync_body
@@ -280,14 +279,15 @@ def _thinking_off_without_block(
 ) -> None:
     """Claude's open tool loop whose message has no block to send (no stored record, another
     provider's reply): thinking off for this call where the model allows it, as on chat
-    (`sync_body.thinking_off_default`), and the blocks of earlier messages with it."""
+    (`sync_body.thinking_off`), and the blocks of earlier messages with it."""
     out = kwargs["messages"]
     if not blocks.open_loop_without_block(out, facts):
         return
-    default = sync_body.thinking_off_default(engine, state, dialect_name, [kwargs])
-    if default is None:
+    dialect = get_dialect(dialect_name)
+    off = sync_body.thinking_off(engine, state, dialect, [kwargs])
+    if off is None:
         return
-    claude.turn_thinking_off(kwargs, default)
+    dialect.turn_thinking_off(kwargs, off)
     state.forget_restored()  # none of the store's blocks goes out
     kwargs["messages"] = [
         _without_blocks(message) if fact.reasoning_at else message

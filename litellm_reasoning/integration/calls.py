@@ -21,9 +21,6 @@ from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 
-LAYOUT_PATCH = "reply block order"
-"""`CallState.body_patch` kind: a reply's blocks put back in their original order."""
-
 PartT = TypeVar("PartT")
 
 CALL_STATE_KEY = "litellm_reasoning_call"
@@ -91,7 +88,9 @@ class CallState:
     reported: dict[str, Any] | None = None
     """The summary as attached to LiteLLM's logging metadata (what the reply adds to)."""
     body_patch: tuple[str, list[Any]] | None = None
-    """(dialect, rendered messages) when the provider body is patched too (Mistral)."""
+    """(dialect, rendered messages) when LiteLLM's provider body gets back what its translation
+    lost: assistant messages patched (`patches_body`: Mistral), or Claude's blocks laid out where
+    they stood (`layouts`)."""
     stream: Callable[[], Any] | None = None
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
     stream_chunks: list[Any] | None = None

@@ -40,11 +40,10 @@ from typing import Any
 
 from ..core.spelling import boolean
 from ..wire import get_dialect
-from ..wire.anthropic.body import lay_out_body, lay_out_converse_body
 from ..wire.anthropic.dialect import bedrock_redacted_content
 from ..wire.anthropic.messages import CollectedSSE
 from ..wire.openrouter.stream import StreamedDetails
-from .calls import LAYOUT_PATCH, CallState, state_in
+from .calls import CallState, state_in
 from .fallback import Contained
 
 logger = logging.getLogger("litellm_reasoning")
@@ -347,13 +346,12 @@ def _lay_out(body: Any, converse: bool) -> None:
     if state is None or not state.layouts or not isinstance(body, dict):
         return
     patch = state.body_patch
-    if patch is None or patch[0] != LAYOUT_PATCH:
+    if patch is None:
         return
     with Contained(_report, "laying out Claude's blocks on the Bedrock body"):
-        if converse:
-            lay_out_converse_body(body, patch[1], state.layouts)
-        else:
-            lay_out_body(body, patch[1], state.layouts)
+        dialect = get_dialect(patch[0])
+        if not dialect.patches_body:  # a body patched message by message is not laid out
+            dialect.lay_out(body, patch[1], state.layouts, converse=converse)
 
 
 async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:

@@ -14,20 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import litellm
 
-from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
+from ..core.dialect import REASONING_KEYS, Dialect, ThinkingOff, strip_reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
 from ..core.turns import item_without_turn, without_turn
-from ..wire import get_dialect
-from ..wire.anthropic import body as claude
-from ..wire.anthropic.dialect import (
-    THINKING_ALWAYS_ON,
-    thinking_default_of,
-    tool_loop_needs_thinking,
-)
-from ..wire.gemini import is_gemini, placeholders_for
+from ..wire import get_dialect, retried_by_litellm
 from . import refusals
-from .calls import LAYOUT_PATCH, CallState, state_in
+from .calls import CallState, state_in
 from .fallback import fail_open
 from .kwargs import is_sync_details, thinking_default_in_model_map
 from .reporting import Reporter
@@ -51,7 +44,7 @@ def rewrite(
         state = state_in(kwargs)
         if state is not None and state.sent:
             failed = sys.exc_info()[1]
-            if placeholders_for(state.restored_records().values(), body):
+            if retried_by_litellm(list(state.restored_records().values()), body):
                 # LiteLLM 1.110+ retries a Gemini refusal itself, every signature swapped for
                 # its placeholder on purpose: the restored ones were refused, and that body
                 # stays as LiteLLM made it.
@@ -132,49 +125,36 @@ def settle(
     `params`), when a Claude tool loop has no block to send (`read`: the request's parameter
     dicts). The messages to send."""
     dialect = get_dialect(dialect_name)
-    if dialect.patches_body:
+    if dialect.patches_body or state.layouts:
         state.body_patch = (dialect_name, messages)
-    elif state.layouts:
-        state.body_patch = (LAYOUT_PATCH, messages)
-    if not dialect.keeps_block_order:
+    if not dialect.open_loop_without_reasoning(messages):
         return messages
-    default = _thinking_off(engine, state, dialect_name, read, messages)
-    if default is None:
+    off = thinking_off(engine, state, dialect, read)
+    if off is None:
         return messages
-    claude.turn_thinking_off(params, default)
+    dialect.turn_thinking_off(params, off)
     state.layouts, state.body_patch = {}, None
     state.forget_restored()
-    return [claude.without_thinking_blocks(m) for m in messages]
+    return [dialect.without_thinking(m) for m in messages]
 
 
-def _thinking_off(
-    engine: Engine, state: CallState, dialect_name: str, params: Sequence[Any], messages: Any
-) -> str | None:
-    """`thinking_off_default` for a chat-shaped Claude request: only for a tool loop with no
-    block to send (`tool_loop_needs_thinking`)."""
-    if not tool_loop_needs_thinking(messages):
-        return None
-    return thinking_off_default(engine, state, dialect_name, params)
-
-
-def thinking_off_default(
-    engine: Engine, state: CallState, dialect_name: str, params: Sequence[Any]
-) -> str | None:
-    """For a Claude call whose tool loop has no block to send: the model's
-    `thinking_default_of` when thinking must go off for this call (thinking left on by
-    `params`, the request's keyword dicts); None when it stays, counted and said where the
-    model's thinking cannot go off. The model map is read only for such a loop, not on every
-    request."""
+def thinking_off(
+    engine: Engine, state: CallState, dialect: Dialect, params: Sequence[Any]
+) -> ThinkingOff | None:
+    """For a request whose tool loop has no reasoning to send (`open_loop_without_reasoning`):
+    how thinking goes off for this call (`params`: the request's keyword dicts); None when it
+    stays, counted and said where the model's thinking cannot go off. LiteLLM's model map is
+    read only for such a loop, not on every request."""
     target = state.rendered_for
     provider, model = (target.provider, target.model or "") if target is not None else (None, "")
-    default = thinking_default_of(model, thinking_default_in_model_map(provider, model))
-    if not claude.thinking_left_on(params, default):
+    off = dialect.thinking_off(params, model, thinking_default_in_model_map(provider, model))
+    if off is None:
         return None
-    if default == THINKING_ALWAYS_ON:
-        engine.report.thinking_cannot_go_off(dialect_name, model)
+    if not off.possible:
+        engine.report.thinking_cannot_go_off(dialect.name, model)
         return None
-    engine.report.thinking_turned_off(dialect_name)
-    return default
+    engine.report.thinking_turned_off(dialect.name)
+    return off
 
 
 def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: Any) -> None:
@@ -184,10 +164,11 @@ def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: 
     reporter.attach_decisions(kwargs, state)
     if patch is None or not isinstance(body, dict):
         return
-    if patch[0] == LAYOUT_PATCH:
-        claude.lay_out_body(body, patch[1], state.layouts)
+    dialect = get_dialect(patch[0])
+    if not dialect.patches_body:
+        dialect.lay_out(body, patch[1], state.layouts)
         return
-    body["messages"] = _patch_assistants(body.get("messages"), patch[1], get_dialect(patch[0]))
+    body["messages"] = _patch_assistants(body.get("messages"), patch[1], dialect)
 
 
 def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs: Any) -> None:
@@ -203,9 +184,13 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
         state.forget_restored()
-        claude.check_lines_up(body, rendered.messages)
-        off = _thinking_off(engine, state, target.dialect, [kwargs, body], rendered.messages)
-        claude.put_blocks(body, rendered.messages, state.layouts, thinking_off=off)
+
+        def off_for_loop() -> ThinkingOff | None:
+            if not dialect.open_loop_without_reasoning(rendered.messages):
+                return None
+            return thinking_off(engine, state, dialect, [kwargs, body])
+
+        off = dialect.put_blocks(body, rendered.messages, state.layouts, off_for_loop)
         if off is None:
             state.restored, state.restored_source = restored
         return
@@ -232,7 +217,7 @@ def _render_gemini(
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
     rendered, target = render_details(engine, kwargs, messages, state)
     dialect = get_dialect(target.dialect)
-    if not is_gemini(dialect) or "cachedContent" in body:
+    if not dialect.body_is_contents or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)
     contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)
     if len(contents) != len(body["contents"]):

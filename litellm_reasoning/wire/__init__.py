@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+from collections.abc import Sequence
 from typing import Any
 
 from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
 from ..core.model_table import DIALECT_NAMES
+from ..core.reasoning import Reasoning
 from ._base import BaseAdapter, BaseDialect, CallParts, ReplyRead
 
 for _module in pkgutil.walk_packages(__path__, __name__ + "."):
@@ -74,6 +76,11 @@ _COMPLETING = tuple(
     for adapter in _ADAPTERS
     if type(adapter).complete_message is not BaseAdapter.complete_message
 )
+_RETRY_READERS = tuple(
+    adapter
+    for adapter in _ADAPTERS
+    if type(adapter).retried_by_litellm is not BaseAdapter.retried_by_litellm
+)
 _ENDPOINT_ISSUERS = frozenset().union(*(adapter.endpoint_issuers for adapter in _ADAPTERS))
 
 
@@ -87,6 +94,12 @@ def complete_message(message: dict[str, Any], choice: Any, number: int, parts: C
     """What every adapter puts back on a reply's assembled `message` (`BaseAdapter`)."""
     for adapter in _COMPLETING:
         adapter.complete_message(message, choice, number, parts)
+
+
+def retried_by_litellm(restored: Sequence[Reasoning], body: Any) -> bool:
+    """Whether `body` is LiteLLM's own retry of a refusal of the `restored` records
+    (`BaseAdapter.retried_by_litellm`), which stays as LiteLLM made it."""
+    return any(adapter.retried_by_litellm(restored, body) for adapter in _RETRY_READERS)
 
 
 def issued_by_endpoint(provider: str | None) -> bool:
@@ -106,5 +119,6 @@ __all__ = [
     "dialect_names",
     "get_dialect",
     "issued_by_endpoint",
+    "retried_by_litellm",
     "strip_reasoning",
 ]

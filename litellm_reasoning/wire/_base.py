@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, TypeVar
 
-from ..core.dialect import REASONING_KEYS, Dialect, Finished, strip_reasoning
+from ..core.dialect import (
+    REASONING_KEYS,
+    Dialect,
+    Finished,
+    Layouts,
+    ThinkingOff,
+    strip_reasoning,
+)
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
@@ -27,6 +34,7 @@ class BaseDialect:
     has_tool_loop_rule: ClassVar[bool] = False
     streams_details_apart: ClassVar[bool] = False
     input_items: ClassVar[bool] = False
+    body_is_contents: ClassVar[bool] = False
 
     def accepts(self, reasoning: Reasoning) -> bool:
         return True
@@ -54,6 +62,39 @@ class BaseDialect:
         return None
 
     def prepare_request(self, params: dict[str, Any], model: str, policy: TurnPolicy) -> None:
+        return None
+
+    def open_loop_without_reasoning(self, messages: Sequence[Any]) -> bool:
+        return False
+
+    def thinking_off(
+        self, params: Sequence[Any], model: str, from_model_map: str | None
+    ) -> ThinkingOff | None:
+        return None
+
+    def turn_thinking_off(self, params: dict[str, Any], off: ThinkingOff) -> None:
+        return None
+
+    def without_thinking(self, message: Any) -> Any:
+        return message
+
+    def put_blocks(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        thinking_off: Callable[[], ThinkingOff | None],
+    ) -> ThinkingOff | None:
+        raise NotImplementedError(f"{self.name} puts no blocks on a provider body")
+
+    def lay_out(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        *,
+        converse: bool = False,
+    ) -> None:
         return None
 
 
@@ -100,6 +141,11 @@ class BaseAdapter:
         holding the raw body, or the stream's chunks; `chunks`: a streamed reply's chunks)."""
         return ReplyRead()
 
+    def retried_by_litellm(self, restored: Sequence[Reasoning], body: Any) -> bool:
+        """Whether `body`, sent again for a call into which the `restored` records went, is
+        LiteLLM's own retry of a refusal of them (asked of every adapter)."""
+        return False
+
     def complete_message(
         self, message: dict[str, Any], choice: Any, number: int, parts: CallParts
     ) -> None:
@@ -116,6 +162,8 @@ __all__ = [
     "CallParts",
     "Dialect",
     "Finished",
+    "Layouts",
     "ReplyRead",
+    "ThinkingOff",
     "strip_reasoning",
 ]

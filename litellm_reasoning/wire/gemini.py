@@ -38,7 +38,7 @@ from ..core.extract import GEMINI, canonical_signature, signature_bytes, split_t
 from ..core.messages import is_assistant
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
-from ._base import BaseDialect, Finished, strip_reasoning
+from ._base import BaseAdapter, BaseDialect, Finished, strip_reasoning
 
 DUMMY_SIGNATURE = base64.b64encode(b"context_engineering_is_the_way_to_go").decode("ascii")
 """Google's documented stand-in for a signature Gemini never issued (FAQ of
@@ -100,6 +100,7 @@ class GeminiDialect(BaseDialect):
     name: ClassVar[str] = "gemini"
     platform: ClassVar[str] = "gemini"
     prefers_opaque: ClassVar[bool] = True
+    body_is_contents: ClassVar[bool] = True
 
     def accepts(self, reasoning: Reasoning) -> bool:
         """Issued on this platform, or sent by the client itself (no issuer known)."""
@@ -256,7 +257,6 @@ def placeholders_for(restored: Iterable[Reasoning], body: Any) -> bool:
     return LITELLM_PLACEHOLDER_SIGNATURE in sent
 
 
-def is_gemini(dialect: object) -> bool:
-    """Whether `dialect` is Gemini's (the API or Vertex): its body is `contents`, rebuilt by
-    LiteLLM's own converter on the sync path."""
-    return isinstance(dialect, GeminiDialect)
+class GeminiAdapter(BaseAdapter):
+    def retried_by_litellm(self, restored: Sequence[Reasoning], body: Any) -> bool:
+        return placeholders_for(restored, body)

@@ -109,8 +109,8 @@ def test_every_allowed_module_exists_and_still_needs_its_exception() -> None:
 ADAPTER_IMPORTS = {
     "integration/blocks_format.py": "the /v1/messages flow: Claude's block and SSE work",
     "integration/items_format.py": "the Responses flow: item rendering, reasoning.context",
-    "integration/patches.py": "body layout and stream parsing patched into LiteLLM",
-    "integration/sync_body.py": "sync bodies: Claude blocks and thinking-off, Gemini contents",
+    "integration/patches.py": "LiteLLM's internals patched: Bedrock's redacted-block converter, "
+    "the Anthropic-format SSE bytes and OpenRouter's streamed details kept from LiteLLM's parsers",
 }
 
 

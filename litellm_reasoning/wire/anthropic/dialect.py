@@ -37,7 +37,7 @@ from ...core.extract import BLOCK_TYPES
 from ...core.messages import tool_calls_answered
 from ...core.reasoning import Reasoning, ReasoningPart
 from ...core.render import Rendered
-from .._base import BaseDialect, Finished, strip_reasoning
+from .._base import BaseDialect, Finished, Layouts, ThinkingOff, strip_reasoning
 
 ANTHROPIC_ISSUERS = {
     "anthropic": frozenset({"anthropic"}),
@@ -252,6 +252,55 @@ class AnthropicDialect(BaseDialect):
 
         layouts, reordered, messages = layouts_of(sent, rendered, stored)
         return Finished(layouts=layouts, messages=messages, reordered=reordered)
+
+    def open_loop_without_reasoning(self, messages: Sequence[Any]) -> bool:
+        return tool_loop_needs_thinking(messages)
+
+    def thinking_off(
+        self, params: Sequence[Any], model: str, from_model_map: str | None
+    ) -> ThinkingOff | None:
+        from .body import thinking_left_on
+
+        default = thinking_default_of(model, from_model_map)
+        if not thinking_left_on(params, default):
+            return None
+        return ThinkingOff(default, possible=default != THINKING_ALWAYS_ON)
+
+    def turn_thinking_off(self, params: dict[str, Any], off: ThinkingOff) -> None:
+        from .body import turn_thinking_off
+
+        turn_thinking_off(params, off.default)
+
+    def without_thinking(self, message: Any) -> Any:
+        from .body import without_thinking_blocks
+
+        return without_thinking_blocks(message)
+
+    def put_blocks(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        thinking_off: Callable[[], ThinkingOff | None],
+    ) -> ThinkingOff | None:
+        from .body import check_lines_up, put_blocks
+
+        check_lines_up(body, rendered)
+        off = thinking_off()
+        put_blocks(body, rendered, layouts, thinking_off=off.default if off is not None else None)
+        return off
+
+    def lay_out(
+        self,
+        body: dict[str, Any],
+        rendered: Sequence[Any],
+        layouts: Layouts,
+        *,
+        converse: bool = False,
+    ) -> None:
+        from .body import lay_out_body, lay_out_converse_body
+
+        (lay_out_converse_body if converse else lay_out_body)(body, rendered, layouts)
 
     def render(self, message: dict[str, Any], reasoning: Reasoning | None) -> dict[str, Any]:
         out = strip_reasoning(message)
