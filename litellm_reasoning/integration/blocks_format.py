@@ -21,31 +21,40 @@ from ..wire import get_dialect
 from ..wire.anthropic import messages as anthropic_messages
 from ..wire.anthropic.dialect import issued_unsigned
 from . import rust_core, sync_body
-from .calls import CallState, Capture, details_of
-from .fallback import Contained, fail_open
-from .flows import Flow, Write, adrive
-from .format_flow import Done, Plan, stored_records
+from .calls import CallState, Capture
+from .fallback import Contained
+from .flows import Flow, Write
+from .format_flow import Begun, Done, Plan, stored_records
+from .kwargs import MESSAGES_CALL_TYPES
 
 if TYPE_CHECKING:
     from .engine import Engine
     from .kwargs import CallFacts
 
 
-async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """Thinking blocks a client dropped go back in place, for the current turn and for the
-    earlier turns the target's policy keeps; nothing the client sent is taken out but `turn`
-    (this hook's rewrite reaches the wire)."""
-    messages = kwargs.get("messages")
-    if not isinstance(messages, list):
-        return None
-    state = engine.start(details_of(kwargs))
-    state.handled = state.messages_format = True  # never edited as a chat body later
-    with fail_open(
-        engine.report, "rendering the Anthropic-format request", kwargs, "messages", state
-    ):
-        cleaned = without_turn(messages)
-        kwargs["messages"] = cleaned
-        facts = engine.facts_of(kwargs)
+class MessagesEntry:
+    """`/v1/messages` (`anthropic_messages`) as an entry point of the pipeline
+    (`format_flow.Entry`). Thinking blocks a client dropped go back in place, for the current
+    turn and for the earlier turns the target's policy keeps; nothing the client sent is taken
+    out but `turn` (this hook's rewrite reaches the wire)."""
+
+    call_types = MESSAGES_CALL_TYPES
+    field = "messages"
+    doing = "rendering the Anthropic-format request"
+    starts_early = True
+    blocks_body = True  # never edited as a chat body later
+
+    def begin(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        facts: CallFacts,
+        items: list[Any],
+        previous: CallState | None,
+        state: CallState | None,
+    ) -> Begun | None:
+        assert state is not None  # `start` made it
+        cleaned = kwargs["messages"] = without_turn(items)
         provider = facts.provider
         target = engine.target(facts)
         rust_core.warn_if_served_natively(provider, facts.model)
@@ -54,13 +63,18 @@ async def render_blocks(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any
         if not dialect.keeps_block_order and not as_issued:
             # LiteLLM's chat adapter: rendered on the chat call it makes (same logging object),
             # which is told which of its user messages start a turn.
-            state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(messages)
-            return kwargs
-        flow = BlockMessages(kwargs, messages, target, as_issued)
-        await adrive(engine.store, engine.run(flow, facts, cleaned, state))
-        if dialect.keeps_block_order and not flow.as_issued:
-            _thinking_off_without_block(engine, state, target.dialect, kwargs, flow.facts)
-    return kwargs
+            state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(items)
+            return None
+        flow = BlockMessages(kwargs, items, target, as_issued)
+
+        def after_pipeline(done: Done | None, state: CallState) -> None:
+            if dialect.keeps_block_order and not flow.as_issued:
+                _thinking_off_without_block(engine, state, target.dialect, kwargs, flow.facts)
+
+        return Begun(flow, cleaned, after_pipeline)
+
+
+ENTRY = MessagesEntry()
 
 
 @dataclass(slots=True)

@@ -36,7 +36,7 @@ from .calls import CallState, Capture, RenderedFor, new_state
 from .cancellation import CancellationWatch
 from .chat_messages import CHAT, Request
 from .fallback import Contained
-from .flows import Flow, Read, Sizes, WaitAny, adrive, drive
+from .flows import Flow, Read, Sizes, WaitAny, drive
 from .format_flow import ConversationFormat, Done, Plan
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
@@ -495,11 +495,6 @@ class Engine:
         unread = unread_over_budget(stored, own, budget, droppable)
         self.report.stats["unread_over_budget"] += len(unread)
         return unread
-
-    async def arender(
-        self, facts: CallFacts, messages: list[Any], state: CallState
-    ) -> tuple[Rendered, Target]:
-        return await adrive(self.store, self.render_flow(facts, messages, state))
 
     def render(
         self, facts: CallFacts, messages: list[Any], state: CallState

@@ -5,8 +5,12 @@ The pipeline is the same for every format: the format's `plan` (its target, whic
 looked up and under which keys) -> the one store read (`Engine.read`: the budget's unread
 decision, the wait for open captures, the refused left out) -> the format's `render` (the
 records put back in place, the provider's strip rule and the budget) -> what every rendered
-request leaves (`Engine.record`: its capture opened, its counts, its decisions summary). A new
-entry point is a format and one line in `pipeline.dispatch`."""
+request leaves (`Engine.record`: its capture opened, its counts, its decisions summary).
+
+Around it, each LiteLLM entry point (`Entry`: chat completions, Responses, `/v1/messages`) makes
+the decisions only it can: whether a call is rendered here at all, and what the call's keyword
+arguments need after the pipeline. `pipeline.dispatch` does the rest once for all of them. A new
+entry point is an `Entry`, a format, and one line in `pipeline.ENTRIES`."""
 
 from __future__ import annotations
 
@@ -89,6 +93,47 @@ class ConversationFormat(Protocol[PlanT]):
     ) -> Flow[Done]:
         """The items with the records `found` (by key, the refused ones left out), the limits
         applied; `unread`: index -> estimated tokens of the records the budget left unread."""
+        ...
+
+
+@dataclass(slots=True)
+class Begun:
+    """What an entry point decided for one call it renders."""
+
+    format: ConversationFormat[Any]
+    items: list[Any]
+    """What the format runs on."""
+    after: Callable[[Done | None, CallState], None] | None = None
+    """What the call's keyword arguments need after the pipeline (given its result)."""
+
+
+class Entry(Protocol):
+    """One LiteLLM entry point's decisions around the pipeline (`pipeline.dispatch`)."""
+
+    call_types: frozenset[str]
+    """LiteLLM call types that enter here."""
+    field: str
+    """The keyword argument holding the request's items."""
+    doing: str
+    """What a failure of its rendering is logged as."""
+    starts_early: bool
+    """The call's state starts before the decision (a later hook of the call must find it even
+    when rendering fails); False: only for a request rendered here."""
+    blocks_body: bool
+    """The provider body is LiteLLM's Anthropic-format body, never edited as a chat body later
+    (`CallState.messages_format`)."""
+
+    def begin(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        facts: CallFacts,
+        items: list[Any],
+        previous: CallState | None,
+        state: CallState | None,
+    ) -> Begun | None:
+        """Whether this call is rendered here, and how (None: only `turn` is taken out);
+        `previous`: the state an earlier hook of the same call left (LiteLLM's bridges)."""
         ...
 
 

@@ -15,7 +15,7 @@ from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target, resolve_target
-from ..core.turns import current_turn_start, without_turn
+from ..core.turns import current_turn_start
 from ..wire import get_dialect
 from ..wire.openai_responses import input_items
 from ..wire.openai_responses.dialect import (
@@ -26,10 +26,9 @@ from ..wire.openai_responses.dialect import (
     say_reasoning_context,
 )
 from . import kwargs as read
-from .calls import CallState, Capture, details_of, state_in
-from .fallback import fail_open
-from .flows import Flow, adrive
-from .format_flow import Done, Plan
+from .calls import CallState, Capture
+from .flows import Flow
+from .format_flow import Begun, Done, Plan
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -40,43 +39,52 @@ GAPS = frozenset({"missing", "dropped", "over_budget", "stripped"})
 """Decisions that leave an item of the input without the reasoning it came with."""
 
 
-async def render_items(engine: Engine, kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """LiteLLM's chat bridge fires this hook too, after the chat hook rendered its messages;
-    then only `turn` is removed."""
-    items = kwargs.get("input")
-    if not isinstance(items, list):
-        return None
-    details = details_of(kwargs)
-    with fail_open(engine.report, "rendering the Responses input", kwargs, "input"):
-        previous = state_in(details)
+class ResponsesEntry:
+    """`responses` / `aresponses` as an entry point of the pipeline (`format_flow.Entry`).
+    LiteLLM's chat bridge fires this hook too, after the chat hook rendered its messages; then
+    only `turn` is removed."""
+
+    call_types = read.RESPONSES_CALL_TYPES
+    field = "input"
+    doing = "rendering the Responses input"
+    starts_early = False  # the chat bridge's call keeps the chat hook's state
+    blocks_body = False
+
+    def begin(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        facts: CallFacts,
+        items: list[Any],
+        previous: CallState | None,
+        state: CallState | None,
+    ) -> Begun | None:
         bridged = (
             previous is not None
             and previous.capture is not None
             and not previous.capture.responses_input
         )
-        facts = engine.facts_of(kwargs)
-        provider, model = facts.provider, facts.model
+        model = facts.model
         # Resolved as the `responses/<model>` model of its provider, so overrides and the
         # table treat the native calls and the chat bridge alike.
         target = resolve_target(
-            provider,
+            facts.provider,
             CHAT_BRIDGE_PREFIX + model,
             facts.api_base,
             names=[model, *facts.names],
             overrides=engine.overrides,
         )
         if bridged or not get_dialect(target.dialect).input_items:
-            kwargs["input"] = without_turn(items)
-            return kwargs
+            return None
         asked = asked_reasoning_context(kwargs)
         policy = policy_for_context(target.policy, asked, target.operator_policy)
         if policy is not target.policy:
             why = f"{target.why}; the client asked for reasoning.context {asked}"
             target = dataclasses.replace(target, policy=policy, why=why)
-        state = engine.start(details)
-        responses = ResponsesInput(kwargs, target, asked)
-        await adrive(engine.store, engine.run(responses, facts, items, state))
-    return kwargs
+        return Begun(ResponsesInput(kwargs, target, asked), items)
+
+
+ENTRY = ResponsesEntry()
 
 
 @dataclass(slots=True)

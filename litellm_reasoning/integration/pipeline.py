@@ -1,37 +1,62 @@
-"""Where a deployment hook's call enters the one request pipeline (`Engine.run`), by its
-conversation format (`dispatch`):
+"""Where a deployment hook's call enters the one request pipeline (`Engine.run`): by its call
+type, the entry point (`format_flow.Entry`) and its conversation format:
 
 * chat messages (`completion` / `acompletion`): `chat_format` (`chat_messages.ChatMessages`);
 * block messages (`/v1/messages`, Claude Code and the Anthropic SDKs): `blocks_format`
   (`BlockMessages`);
 * input items (`responses` / `aresponses`): `items_format` (`ResponsesInput`).
 
-Each entry decides whether the call is rendered here at all and starts its state; the pipeline
-is then the same for all three (`format_flow`): the format's plan (the target, what identifies
-each item and which carry reasoning under the policy) -> one store read (`Engine.read`: the
-budget's unread decision, the lookup, the refused left out) -> the format's render and limits
--> `Engine.record` (the capture opened, the counts, the decisions summary). Whatever fails on
-the way, `fallback.fail_open` lets the request through as the client sent it, less `turn`.
-The sync path (`log_pre_api_call`) runs the chat format on the provider body (`sync_body`)."""
+`dispatch` does what every entry point shares: the call's logging details and state, the
+fallback, the call's facts, the entry's decision, the pipeline (`format_flow`: the format's
+plan (the target, what identifies each item and which carry reasoning under the policy) -> one
+store read (`Engine.read`) -> the format's render and limits -> `Engine.record`), and what the
+entry settles after it. Whatever fails on the way, `fallback.fail_open` lets the request through
+as the client sent it, less `turn`. The sync path (`log_pre_api_call`) runs the chat format on
+the provider body (`sync_body`)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from ..core.turns import without_turn
 from . import blocks_format, chat_format, items_format
-from .kwargs import COMPLETION_CALL_TYPES, MESSAGES_CALL_TYPES, RESPONSES_CALL_TYPES
+from .calls import details_of, state_in
+from .fallback import fail_open
+from .flows import adrive
+from .format_flow import Entry
 
 if TYPE_CHECKING:
     from .engine import Engine
 
+ENTRIES: dict[str, Entry] = {
+    kind: entry
+    for entry in (chat_format.ENTRY, items_format.ENTRY, blocks_format.ENTRY)
+    for kind in entry.call_types
+}
+"""Call type -> its entry point."""
+
 
 async def dispatch(engine: Engine, kwargs: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    """The deployment hook of a call of type `kind`: its request rendered by its format's flow
-    (None: not a call the callback renders)."""
-    if kind in COMPLETION_CALL_TYPES:
-        return await chat_format.render_chat(engine, kwargs)
-    if kind in RESPONSES_CALL_TYPES:
-        return await items_format.render_items(engine, kwargs)
-    if kind in MESSAGES_CALL_TYPES:
-        return await blocks_format.render_blocks(engine, kwargs)
-    return None
+    """The deployment hook of a call of type `kind`: its request rendered through its entry
+    point (None: not a call the callback renders)."""
+    entry = ENTRIES.get(kind)
+    items = kwargs.get(entry.field) if entry is not None else None
+    if entry is None or not isinstance(items, list):
+        return None
+    details = details_of(kwargs)
+    previous = state_in(details)
+    state = engine.start(details) if entry.starts_early else None
+    if state is not None and entry.blocks_body:
+        state.handled = state.messages_format = True
+    with fail_open(engine.report, entry.doing, kwargs, entry.field, state):
+        facts = engine.facts_of(kwargs)
+        begun = entry.begin(engine, kwargs, facts, items, previous, state)
+        if begun is None:
+            kwargs[entry.field] = without_turn(items)
+            return kwargs
+        if state is None:
+            state = engine.start(details)
+        done = await adrive(engine.store, engine.run(begun.format, facts, begun.items, state))
+        if begun.after is not None:
+            begun.after(done, state)
+    return kwargs
