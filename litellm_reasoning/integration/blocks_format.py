@@ -5,7 +5,7 @@ with the stores, tenants, policies, summary and metrics of chat calls."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -433,3 +433,9 @@ def capture(
             engine.report.stats["captured"] += 1
     finally:
         engine.pending.close(state.id)
+
+
+def keep_stream_bytes(state: CallState, raw: Iterable[Any]) -> None:
+    """An Anthropic-format SDK stream's SSE bytes as LiteLLM collected them, kept on the call's
+    state for its capture (`capture_collected`)."""
+    state.part(anthropic_messages.CollectedSSE).pieces = [bytes(piece) for piece in raw]

@@ -18,8 +18,6 @@ from ..wire import issued_by_endpoint
 COMPLETION_CALL_TYPES = frozenset({"completion", "acompletion"})
 RESPONSES_CALL_TYPES = frozenset({"responses", "aresponses"})
 MESSAGES_CALL_TYPES = frozenset({"anthropic_messages"})
-RENDERED_AFTER_ROUTING = COMPLETION_CALL_TYPES | RESPONSES_CALL_TYPES | MESSAGES_CALL_TYPES
-"""Call types whose `turn` the deployment hook reads (and removes) after routing."""
 
 
 def call_type_name(call_type: Any) -> str:

@@ -39,10 +39,8 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..core.spelling import boolean
-from ..wire import get_dialect
-from ..wire.anthropic.dialect import bedrock_redacted_content
-from ..wire.anthropic.messages import CollectedSSE
-from ..wire.openrouter.stream import StreamedDetails
+from ..wire import converse_block, get_dialect, read_raw_chunk, watch_raw_stream
+from .blocks_format import keep_stream_bytes
 from .calls import CallState, state_in
 from .fallback import Contained
 
@@ -146,12 +144,9 @@ def send_bedrock_redacted_thinking() -> None:
                 return unchanged
             out: list[Any] = []
             for block in thinking_blocks:
-                redacted = isinstance(block, dict) and block.get("type") == "redacted_thinking"
-                data = block.get("data") if redacted else None
-                if isinstance(data, str) and data:
-                    out.append(
-                        {"reasoningContent": {"redactedContent": bedrock_redacted_content(data)}}
-                    )
+                made = converse_block(block)
+                if made is not None:
+                    out.append(made)
                 else:
                     out += original([block])
             return out
@@ -231,7 +226,7 @@ def watch_streams() -> None:
                             isinstance(stream, OpenAIChatCompletionStreamingHandler)
                             and _details_apart(state)
                         ):
-                            state.part(StreamedDetails)
+                            watch_raw_stream(state)
                             stream._litellm_reasoning_state = state
 
             __init__._litellm_reasoning = True  # type: ignore[attr-defined]
@@ -249,22 +244,16 @@ def _details_apart(state: CallState) -> bool:
 
 
 def _feeding_details(parse: Callable[[Any, dict[str, Any]], Any]) -> Any:
-    """`parse` (a stream handler's `chunk_parser`) feeding each raw chunk's `reasoning_details`
-    to the call's `StreamedDetails`, for a stream tied to one (`watch_streams`)."""
+    """`parse` (a stream handler's `chunk_parser`) handing each raw chunk to the adapters that
+    read them (`wire.read_raw_chunk`: OpenRouter's `reasoning_details`), for a stream tied to a
+    call (`watch_streams`)."""
 
     @functools.wraps(parse)
     def chunk_parser(self: Any, chunk: dict[str, Any]) -> Any:
         with contextlib.suppress(Exception):  # watching must never break the stream
             state = getattr(self, "_litellm_reasoning_state", None)
-            details = state.peek(StreamedDetails) if isinstance(state, CallState) else None
-            if details is not None:
-                for choice in chunk.get("choices") or ():
-                    delta = choice.get("delta") or {}
-                    details.feed(
-                        choice.get("index", 0),
-                        delta.get("reasoning_details"),
-                        finished=choice.get("finish_reason") is not None,
-                    )
+            if isinstance(state, CallState):
+                read_raw_chunk(state, chunk)
         return parse(self, chunk)
 
     chunk_parser._litellm_reasoning = True  # type: ignore[attr-defined]
@@ -299,7 +288,7 @@ def keep_messages_stream_bytes() -> None:
                 raw = kwargs.get("raw_bytes")
                 state = state_in(getattr(logging_obj, "model_call_details", None))
                 if state is not None and state.messages_format and raw is not None:
-                    state.part(CollectedSSE).pieces = [bytes(piece) for piece in raw]
+                    keep_stream_bytes(state, raw)
             return await original(*args, **kwargs)
 
         route._litellm_reasoning = True  # type: ignore[attr-defined]

@@ -33,7 +33,8 @@ ENTRIES: dict[str, Entry] = {
     for entry in (chat_format.ENTRY, items_format.ENTRY, blocks_format.ENTRY)
     for kind in entry.call_types
 }
-"""Call type -> its entry point."""
+"""Call type -> its entry point. A call of any other type never reaches the pipeline: the
+proxy's pre-call hook takes its `turn` out before routing."""
 
 
 async def dispatch(engine: Engine, kwargs: dict[str, Any], kind: str) -> dict[str, Any] | None:

@@ -44,7 +44,6 @@ from .flows import adrive, drive
 from .kwargs import (
     COMPLETION_CALL_TYPES,
     MESSAGES_CALL_TYPES,
-    RENDERED_AFTER_ROUTING,
     RESPONSES_CALL_TYPES,
     as_dict,
     call_type_name,
@@ -234,7 +233,7 @@ class ReasoningCallback(CustomLogger):
         the turn rule); other endpoints get the turn rule's one hard guarantee: `turn` never
         reaches them."""
         with Contained(self._report.fail, "the proxy pre-call hook"):
-            if call_type_name(call_type) in RENDERED_AFTER_ROUTING:
+            if call_type_name(call_type) in pipeline.ENTRIES:
                 return None
             for field in ("messages", "input"):
                 value = data.get(field)

@@ -71,16 +71,19 @@ for _adapter in _ADAPTERS:
         if _BY_PROVIDER.setdefault(_provider, _adapter) is not _adapter:
             raise RuntimeError(f"two adapters read the replies of {_provider!r}")
 _NO_ADAPTER = BaseAdapter()
-_COMPLETING = tuple(
-    adapter
-    for adapter in _ADAPTERS
-    if type(adapter).complete_message is not BaseAdapter.complete_message
-)
-_RETRY_READERS = tuple(
-    adapter
-    for adapter in _ADAPTERS
-    if type(adapter).retried_by_litellm is not BaseAdapter.retried_by_litellm
-)
+
+
+def _overriding(name: str) -> tuple[BaseAdapter, ...]:
+    """The adapters with a hook `name` of their own (the others' does nothing)."""
+    default = getattr(BaseAdapter, name)
+    return tuple(a for a in _ADAPTERS if getattr(type(a), name) is not default)
+
+
+_COMPLETING = _overriding("complete_message")
+_RETRY_READERS = _overriding("retried_by_litellm")
+_STREAM_WATCHERS = _overriding("watch_raw_stream")
+_CHUNK_READERS = _overriding("read_raw_chunk")
+_CONVERSE_WRITERS = _overriding("converse_block")
 _ENDPOINT_ISSUERS = frozenset().union(*(adapter.endpoint_issuers for adapter in _ADAPTERS))
 
 
@@ -94,6 +97,28 @@ def complete_message(message: dict[str, Any], choice: Any, number: int, parts: C
     """What every adapter puts back on a reply's assembled `message` (`BaseAdapter`)."""
     for adapter in _COMPLETING:
         adapter.complete_message(message, choice, number, parts)
+
+
+def watch_raw_stream(parts: CallParts) -> None:
+    """An OpenAI-shaped stream is starting: every adapter that reads raw chunks is told."""
+    for adapter in _STREAM_WATCHERS:
+        adapter.watch_raw_stream(parts)
+
+
+def read_raw_chunk(parts: CallParts, chunk: dict[str, Any]) -> None:
+    """One raw chunk of a watched stream, to every adapter that reads them."""
+    for adapter in _CHUNK_READERS:
+        adapter.read_raw_chunk(parts, chunk)
+
+
+def converse_block(block: Any) -> dict[str, Any] | None:
+    """The Bedrock Converse block an adapter makes of a thinking `block` LiteLLM would lose
+    (`BaseAdapter.converse_block`; None: LiteLLM's own)."""
+    for adapter in _CONVERSE_WRITERS:
+        made = adapter.converse_block(block)
+        if made is not None:
+            return made
+    return None
 
 
 def retried_by_litellm(restored: Sequence[Reasoning], body: Any) -> bool:
@@ -116,9 +141,12 @@ __all__ = [
     "ReplyRead",
     "adapter_for",
     "complete_message",
+    "converse_block",
     "dialect_names",
     "get_dialect",
     "issued_by_endpoint",
+    "read_raw_chunk",
     "retried_by_litellm",
     "strip_reasoning",
+    "watch_raw_stream",
 ]

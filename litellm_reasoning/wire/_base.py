@@ -146,6 +146,20 @@ class BaseAdapter:
         LiteLLM's own retry of a refusal of them (asked of every adapter)."""
         return False
 
+    def watch_raw_stream(self, parts: CallParts) -> None:
+        """A stream whose raw chunks LiteLLM's parser sees (an OpenAI-shaped one) is starting:
+        what this adapter keeps of its chunks goes in the call's `parts`."""
+        return None
+
+    def read_raw_chunk(self, parts: CallParts, chunk: dict[str, Any]) -> None:
+        """One raw chunk of a watched stream, before LiteLLM's parser (never raises)."""
+        return None
+
+    def converse_block(self, block: Any) -> dict[str, Any] | None:
+        """The Bedrock Converse content block LiteLLM's converter should make of a chat
+        message's thinking `block` where it would lose it (None: LiteLLM's own)."""
+        return None
+
     def complete_message(
         self, message: dict[str, Any], choice: Any, number: int, parts: CallParts
     ) -> None:

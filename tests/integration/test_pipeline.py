@@ -1,14 +1,17 @@
 """The one request pipeline (`Engine.run`) is a contract a new format can be written against: a
 format that knows nothing of the engine's internals gets one store read of what it planned, its
 rendered items, and what every rendered request leaves (its capture open, its counts, its
-decisions summary), on the real in-memory store; a failing summary costs only the summary."""
+decisions summary), on the real in-memory store; a failing summary costs only the summary. A
+new entry point is an `Entry` and one line in `pipeline.ENTRIES`."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from types import SimpleNamespace
 from typing import Any
 
+import litellm
 import pytest
 
 from litellm_reasoning import ReasoningCallback
@@ -16,10 +19,11 @@ from litellm_reasoning.core.decisions import summary_of
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered
 from litellm_reasoning.core.targets import resolve_target
-from litellm_reasoning.integration.calls import CallState, Capture
+from litellm_reasoning.integration import pipeline
+from litellm_reasoning.integration.calls import CallState, Capture, state_in
 from litellm_reasoning.integration.engine import Engine
 from litellm_reasoning.integration.flows import Flow, adrive, drive
-from litellm_reasoning.integration.format_flow import Done, Plan
+from litellm_reasoning.integration.format_flow import Begun, Done, Plan
 from litellm_reasoning.integration.kwargs import CallFacts
 from litellm_reasoning.stores import MemoryStore
 
@@ -147,3 +151,78 @@ def test_a_failing_summary_costs_only_the_summary() -> None:
     assert done is not None and done.items[0]["reasoning"] == "from the store"
     assert state.capture is not None and state.summary is None
     assert callback.stats["errors"] == 1 and callback.stats["restored"] == 1
+
+
+class NotesEntry:
+    """A toy entry point (`format_flow.Entry`) for a call type of its own: its items under
+    `notes`; a call asking `skip` is not rendered here."""
+
+    call_types = frozenset({"notes"})
+    field = "notes"
+    doing = "rendering the notes"
+    starts_early = False
+    blocks_body = False
+
+    def __init__(self) -> None:
+        self.settled: list[Done | None] = []
+
+    def begin(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        facts: CallFacts,
+        items: list[Any],
+        previous: CallState | None,
+        state: CallState | None,
+    ) -> Begun | None:
+        if kwargs.get("skip"):
+            return None
+        return Begun(Notes(), items, lambda done, state: self.settled.append(done))
+
+
+def test_a_new_entry_point_is_an_entry_and_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Registered in `pipeline.ENTRIES`, a toy entry point is dispatched by the real deployment
+    hook: its state started, its items rendered by the one pipeline, its after-step given the
+    result; `turn` goes out with a call it does not render; the proxy's pre-call hook leaves
+    its `turn` for the deployment hook."""
+    entry = NotesEntry()
+    monkeypatch.setitem(pipeline.ENTRIES, "notes", entry)
+    callback = ReasoningCallback(MemoryStore())
+    registered = list(litellm.callbacks)
+    litellm.callbacks = [callback]
+    try:
+        scope = callback.engine.facts_of(_notes_call([])).scope
+        callback.engine.store.put_many(scope, {"note:a": note("from the store")})
+
+        kwargs = _notes_call([dict(item) for item in ITEMS])
+        out = asyncio.run(callback.async_pre_call_deployment_hook(kwargs, "notes"))
+        assert out is kwargs
+        assert [item["reasoning"] for item in entry.settled[0].items] == [  # type: ignore[union-attr]
+            "from the store",
+            "sent by the client",
+            None,
+        ]
+        state = state_in(kwargs["litellm_logging_obj"].model_call_details)
+        assert state is not None and state.capture is not None
+        assert callback.stats["restored"] == 1
+
+        skipped = _notes_call([{"id": "a", "reasoning": None, "turn": False}], skip=True)
+        asyncio.run(callback.async_pre_call_deployment_hook(skipped, "notes"))
+        assert skipped["notes"] == [{"id": "a", "reasoning": None}]
+        assert len(entry.settled) == 1
+
+        data = {"notes": [{"id": "a", "turn": False}]}
+        assert asyncio.run(callback.async_pre_call_hook(None, None, data, "notes")) is None
+        assert data["notes"] == [{"id": "a", "turn": False}]
+    finally:
+        litellm.callbacks = registered
+
+
+def _notes_call(items: list[Any], **extra: Any) -> dict[str, Any]:
+    return {
+        "model": "deepseek/deepseek-v4-flash",
+        "api_key": "k",
+        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
+        "notes": items,
+        **extra,
+    }

@@ -1,5 +1,6 @@
-"""OpenRouter's streamed `reasoning_details`, which LiteLLM's assembled stream loses: put back
-on the reply's message from what the call's stream fed (`stream.StreamedDetails`)."""
+"""OpenRouter's streamed `reasoning_details`, which LiteLLM's assembled stream loses: fed from
+each raw chunk of the call's stream (`stream.StreamedDetails`), put back on the reply's message
+at the capture."""
 
 from __future__ import annotations
 
@@ -10,6 +11,21 @@ from .stream import StreamedDetails
 
 
 class OpenRouterAdapter(BaseAdapter):
+    def watch_raw_stream(self, parts: CallParts) -> None:
+        parts.part(StreamedDetails)
+
+    def read_raw_chunk(self, parts: CallParts, chunk: dict[str, Any]) -> None:
+        details = parts.peek(StreamedDetails)
+        if details is None:
+            return
+        for choice in chunk.get("choices") or ():
+            delta = choice.get("delta") or {}
+            details.feed(
+                choice.get("index", 0),
+                delta.get("reasoning_details"),
+                finished=choice.get("finish_reason") is not None,
+            )
+
     def complete_message(
         self, message: dict[str, Any], choice: Any, number: int, parts: CallParts
     ) -> None:
