@@ -195,7 +195,11 @@ class Engine:
         # record (or kept it locally) just after the store answered.
         open_before = self.pending.open_among(scope, before.values())
         closes_before = self.pending.closes
-        found: dict[str, Reasoning] = yield Read(scope, sorted(set(keys.values())), required)
+        # Each key once, in the plan's order: no store needs them sorted, and sorting 500 keys
+        # costs ~80 us against ~16 us.
+        found: dict[str, Reasoning] = yield Read(
+            scope, list(dict.fromkeys(keys.values())), required
+        )
         if legacy is not None and not isinstance(found, LocalAnswer):
             # Earlier releases' keys: made and read only for the messages the read missed.
             missed = [i for i, key in keys.items() if key not in found]
@@ -462,7 +466,7 @@ class Engine:
             or self.count_tokens is not estimate_tokens
         ):
             return None
-        names = sorted(set(keys.values()))
+        names = list(dict.fromkeys(keys.values()))
         if self.refused.any_of(scope, names):
             return None
         try:
