@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, cast
 
+from ..core.dialect import Layouts
 from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
@@ -64,6 +65,18 @@ class RenderedFor:
     """`policy` is the operator's explicit choice: a refusal never widens it."""
 
 
+@dataclass(frozen=True, slots=True)
+class BodyPatch:
+    """What a rendered request's provider body gets back after LiteLLM's translation lost it:
+    its dialect's assistant messages patched field by field (`patches_body`: Mistral), or each
+    reply's blocks laid out where they stood (`layouts`, from the dialect's `finish`)."""
+
+    dialect: str
+    messages: list[Any]
+    """The rendered messages the body was built from."""
+    layouts: Layouts
+
+
 @dataclass(eq=False, slots=True)
 class CallState:
     """One call's state. Copies are the same object: LiteLLM deep-copies its details dict for
@@ -87,18 +100,14 @@ class CallState:
     """The decisions summary, until LiteLLM's logging metadata exists (`log_pre_api_call`)."""
     reported: dict[str, Any] | None = None
     """The summary as attached to LiteLLM's logging metadata (what the reply adds to)."""
-    body_patch: tuple[str, list[Any]] | None = None
-    """(dialect, rendered messages) when LiteLLM's provider body gets back what its translation
-    lost: assistant messages patched (`patches_body`: Mistral), or Claude's blocks laid out where
-    they stood (`layouts`)."""
+    body_patch: BodyPatch | None = None
+    """What LiteLLM's provider body of this request gets back after its translation (None:
+    nothing)."""
     stream: Callable[[], Any] | None = None
     """A weak reference to LiteLLM's stream of this call's reply (None: not streamed)."""
     stream_chunks: list[Any] | None = None
     """The chunk list of that stream (LiteLLM appends to it): still there for a capture made
     after the client let go of the stream itself."""
-    layouts: dict[int, tuple[tuple[str, ...], list[dict[str, Any]]]] = field(default_factory=dict)
-    """Rendered message index -> (layout, blocks in order): Claude messages whose blocks go back
-    where they stood (`anthropic.apply_layout`)."""
     restored: dict[str, Reasoning] = field(default_factory=dict)
     """Store key -> record, for every record restored into this call's request (and its
     earlier releases' keys): what a provider's refusal evicts (`healing`)."""

@@ -27,7 +27,7 @@ from ..core.render import Rendered, effective_turn_start, plan, refused_without,
 from ..core.targets import Target
 from ..memo.prefix_cache import History
 from ..wire import get_dialect
-from .calls import CallState, Capture
+from .calls import BodyPatch, CallState, Capture
 from .flows import Flow
 from .format_flow import Done, Plan, stored_records
 
@@ -207,7 +207,6 @@ class ChatMessages:
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
         rendered = finished.applied_to(rendered)
-        state.layouts = finished.layouts
         if finished.signed_from_ids or finished.dummy_signed:
             engine.report.stats["dummy_signatures"] += len(finished.dummy_signed)
             logger.debug(
@@ -221,6 +220,11 @@ class ChatMessages:
         if history is not None:
             engine.histories.remember(history)
         rendered, limited = _limit(engine, request, rendered, stored, unread)
+        state.body_patch = (
+            BodyPatch(dialect.name, rendered.messages, finished.layouts)
+            if dialect.patches_body or finished.layouts
+            else None
+        )
         target = request.target
         return Done(
             rendered.messages,

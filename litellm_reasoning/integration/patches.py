@@ -330,17 +330,15 @@ def _render_before_build(kwargs: dict[str, Any]) -> None:
 def _lay_out(body: Any, converse: bool) -> None:
     """The provider body LiteLLM just built for the call being built (Bedrock Converse's, or
     the Anthropic body of Bedrock's invoke route): Claude's blocks where they stood in each
-    reply (`state.layouts`, recorded with the rendered messages)."""
+    reply (the call's `BodyPatch`, made with the rendered messages)."""
     state = _BUILDING.get()
-    if state is None or not state.layouts or not isinstance(body, dict):
-        return
-    patch = state.body_patch
-    if patch is None:
+    patch = state.body_patch if state is not None else None
+    if patch is None or not patch.layouts or not isinstance(body, dict):
         return
     with Contained(_report, "laying out Claude's blocks on the Bedrock body"):
-        dialect = get_dialect(patch[0])
+        dialect = get_dialect(patch.dialect)
         if not dialect.patches_body:  # a body patched message by message is not laid out
-            dialect.lay_out(body, patch[1], state.layouts, converse=converse)
+            dialect.lay_out(body, patch.messages, patch.layouts, converse=converse)
 
 
 async def _building(call: Coroutine[Any, Any, Any], state: CallState) -> Any:

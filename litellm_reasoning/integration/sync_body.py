@@ -125,15 +125,13 @@ def settle(
     `params`), when a Claude tool loop has no block to send (`read`: the request's parameter
     dicts). The messages to send."""
     dialect = get_dialect(dialect_name)
-    if dialect.patches_body or state.layouts:
-        state.body_patch = (dialect_name, messages)
     if not dialect.open_loop_without_reasoning(messages):
         return messages
     off = thinking_off(engine, state, dialect, read)
     if off is None:
         return messages
     dialect.turn_thinking_off(params, off)
-    state.layouts, state.body_patch = {}, None
+    state.body_patch = None
     state.forget_restored()
     return [dialect.without_thinking(m) for m in messages]
 
@@ -164,11 +162,11 @@ def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: 
     reporter.attach_decisions(kwargs, state)
     if patch is None or not isinstance(body, dict):
         return
-    dialect = get_dialect(patch[0])
+    dialect = get_dialect(patch.dialect)
     if not dialect.patches_body:
-        dialect.lay_out(body, patch[1], state.layouts)
+        dialect.lay_out(body, patch.messages, patch.layouts)
         return
-    body["messages"] = _patch_assistants(body.get("messages"), patch[1], dialect)
+    body["messages"] = _patch_assistants(body.get("messages"), patch.messages, dialect)
 
 
 def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs: Any) -> None:
@@ -190,7 +188,9 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
                 return None
             return thinking_off(engine, state, dialect, [kwargs, body])
 
-        off = dialect.put_blocks(body, rendered.messages, state.layouts, off_for_loop)
+        patch = state.body_patch
+        layouts = patch.layouts if patch is not None else {}
+        off = dialect.put_blocks(body, rendered.messages, layouts, off_for_loop)
         if off is None:
             state.restored, state.restored_source = restored
         return
