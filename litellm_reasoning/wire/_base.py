@@ -122,9 +122,11 @@ class ReplyRead:
 
 class BaseAdapter:
     """What a provider family does around LiteLLM beside rendering messages: reading a reply
-    (its raw body, its stream), for the LiteLLM providers it names. The LiteLLM layer finds an
-    adapter by provider (`wire.adapter_for`), never by importing it; an adapter never imports
-    LiteLLM."""
+    (its raw body, its stream's raw chunks, what LiteLLM's assembly lost), the provider-body
+    block LiteLLM's converter cannot make, a retry LiteLLM makes itself. The LiteLLM layer
+    reaches an adapter only through the registry (`wire.adapter_for` by provider, or the hooks
+    every adapter is asked), never by importing it; an adapter never imports LiteLLM. Each hook
+    does nothing unless the adapter defines it."""
 
     providers: ClassVar[frozenset[str]] = frozenset()
     """LiteLLM providers whose replies this adapter reads (`read_reply`)."""
@@ -152,7 +154,8 @@ class BaseAdapter:
         return None
 
     def read_raw_chunk(self, parts: CallParts, chunk: dict[str, Any]) -> None:
-        """One raw chunk of a watched stream, before LiteLLM's parser (never raises)."""
+        """One raw chunk of a watched stream, before LiteLLM's parser (a failure is contained
+        by the caller: watching never breaks the stream)."""
         return None
 
     def converse_block(self, block: Any) -> dict[str, Any] | None:
