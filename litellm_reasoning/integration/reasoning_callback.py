@@ -366,7 +366,9 @@ class ReasoningCallback(CustomLogger):
                 # the conversation need not wait for a capture that never comes.
                 state.claim(engine)
                 engine.pending.close(state.id)
-        if state is None or state.capture is None or not chunks:
+        if state is None or state.capture is None or state.captured or not chunks:
+            # Captured already: at the finish chunk by the deployment's streaming hook (which
+            # also runs in the proxy), so the reply is not assembled a second time.
             return
         if isinstance(chunks[0], bytes | str):
             # Raw SSE (the proxy's Anthropic-format `/v1/messages`): not LiteLLM chunks, so not
