@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import identity
 from ..core.decisions import summary_of
+from ..core.dialect import Dialect
 from ..core.formats import blocks
 from ..core.messages import continues_prefill
 from ..core.reasoning import Reasoning
@@ -69,7 +70,7 @@ class MessagesEntry:
 
         def after_pipeline(done: Done | None, state: CallState) -> None:
             if dialect.keeps_block_order and not flow.as_issued:
-                _thinking_off_without_block(engine, state, target.dialect, kwargs, flow.facts)
+                _thinking_off_without_block(engine, state, dialect, kwargs, flow.facts)
 
         return Begun(flow, cleaned, after_pipeline)
 
@@ -287,7 +288,7 @@ class BlockMessages:
 def _thinking_off_without_block(
     engine: Engine,
     state: CallState,
-    dialect_name: str,
+    dialect: Dialect,
     kwargs: dict[str, Any],
     facts: Sequence[blocks.BlockFacts],
 ) -> None:
@@ -297,7 +298,6 @@ def _thinking_off_without_block(
     out = kwargs["messages"]
     if not blocks.open_loop_without_block(out, facts):
         return
-    dialect = get_dialect(dialect_name)
     off = sync_body.thinking_off(engine, state, dialect, [kwargs])
     if off is None:
         return

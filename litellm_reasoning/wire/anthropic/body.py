@@ -9,6 +9,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ...core.dialect import Layouts
 from ...core.extract import BLOCK_TYPES
 from ...core.reasoning import Reasoning
 from ...core.render import Rendered
@@ -25,9 +26,6 @@ from .dialect import (
     ordered_blocks,
     thinking_requested,
 )
-
-Layouts = Mapping[int, tuple[tuple[str, ...], list[dict[str, Any]]]]
-"""Rendered message index -> (layout, its blocks in their original order)."""
 
 
 def layouts_of(
