@@ -66,13 +66,20 @@ class MessagesEntry:
             # which is told which of its user messages start a turn.
             state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(items)
             return None
-        flow = BlockMessages(kwargs, items, target, as_issued)
+        return Begun(BlockMessages(kwargs, items, target, as_issued), cleaned)
 
-        def after_pipeline(done: Done | None, state: CallState) -> None:
-            if dialect.keeps_block_order and not flow.as_issued:
-                _thinking_off_without_block(engine, state, dialect, kwargs, flow.facts)
-
-        return Begun(flow, cleaned, after_pipeline)
+    def after_pipeline(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        begun: Begun,
+        done: Done | None,
+        state: CallState,
+    ) -> None:
+        flow = begun.format
+        assert isinstance(flow, BlockMessages)
+        if flow.dialect.keeps_block_order and not flow.as_issued:
+            _thinking_off_without_block(engine, state, flow.dialect, kwargs, flow.facts)
 
 
 ENTRY = MessagesEntry()
@@ -172,7 +179,6 @@ class BlockMessages:
         plan: Plan[_Planned],
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
-        state: CallState,
     ) -> Flow[Done]:
         planned, target, dialect = plan.detail, self.target, self.dialect
         cleaned, wanted, reorderable = planned.messages, planned.wanted, planned.reorderable

@@ -15,12 +15,15 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..core.dialect import Layouts
 from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
+
+if TYPE_CHECKING:
+    from ..memo.pending import PendingCaptures
 
 PartT = TypeVar("PartT")
 
@@ -231,3 +234,15 @@ def new_state(details: dict[str, Any] | None) -> tuple[CallState, CallState | No
     if details is not None:
         details[CALL_STATE_KEY] = state
     return state, previous
+
+
+def start_attempt(
+    details: dict[str, Any] | None, owner: Any, pending: PendingCaptures
+) -> CallState:
+    """A new state for this attempt of a call, rendered by `owner` (its engine); the attempt
+    it replaces (a retry) is over, its capture closed in `pending`."""
+    state, previous = new_state(details)
+    state.owner = owner
+    if previous is not None:
+        pending.close(previous.id)
+    return state

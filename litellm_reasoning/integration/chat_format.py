@@ -9,11 +9,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.formats.blocks import TranslatedTurns
-from ..core.turns import mark_deliveries
 from ..wire import get_dialect
 from . import sync_body
 from .calls import CallState
-from .chat_messages import CHAT
+from .chat_messages import CHAT, ChatMessages
 from .format_flow import Begun, Done
 from .kwargs import COMPLETION_CALL_TYPES
 
@@ -39,22 +38,28 @@ class ChatEntry:
         state: CallState | None,
     ) -> Begun:
         turns = previous.peek(TranslatedTurns) if previous is not None else None
-        if turns is not None:
-            # The chat call LiteLLM's adapter makes of an Anthropic-format request.
-            marked = mark_deliveries(items, turns.starts)
-            items = marked if marked is not None else items
+        if turns is None:
+            return Begun(CHAT, items)
+        # The chat call LiteLLM's adapter makes of an Anthropic-format request: its user
+        # messages marked as the Anthropic-format request had them.
+        return Begun(ChatMessages(delivery_starts=turns.starts), items)
 
-        def after_pipeline(done: Done | None, state: CallState) -> None:
-            assert done is not None  # the chat format renders every request
-            target = done.target  # the records may have changed its dialect
-            get_dialect(target.dialect).prepare_request(
-                kwargs, str(kwargs.get("model") or ""), target.policy
-            )
-            kwargs["messages"] = sync_body.settle(
-                engine, state, target.dialect, done.items, [kwargs], kwargs
-            )
-
-        return Begun(CHAT, items, after_pipeline)
+    def after_pipeline(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        begun: Begun,
+        done: Done | None,
+        state: CallState,
+    ) -> None:
+        assert done is not None  # the chat format renders every request
+        target = done.target  # the records may have changed its dialect
+        kwargs["messages"] = sync_body.settle(
+            engine, state, target.dialect, done.items, [kwargs], kwargs
+        )
+        get_dialect(target.dialect).prepare_request(
+            kwargs, str(kwargs.get("model") or ""), target.policy
+        )
 
 
 ENTRY = ChatEntry()

@@ -25,9 +25,10 @@ from ..core.messages import continues_prefill
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import Target
+from ..core.turns import mark_deliveries
 from ..memo.prefix_cache import History
 from ..wire import get_dialect
-from .calls import BodyPatch, CallState, Capture
+from .calls import BodyPatch, Capture
 from .flows import Flow
 from .format_flow import Done, Plan, stored_records
 
@@ -102,6 +103,11 @@ class Request:
 class ChatMessages:
     """The chat format (`format_flow.ConversationFormat`)."""
 
+    def __init__(self, delivery_starts: Sequence[bool] | None = None) -> None:
+        self.delivery_starts = delivery_starts
+        """Whether each user message starts a turn, where the chat call is LiteLLM's
+        translation of an Anthropic-format request (which drops `turn`); None: as sent."""
+
     def prepare(self, engine: Engine, facts: CallFacts, messages: list[Any]) -> Request:
         """The walk (reusing what the conversation's earlier request hashed), the target and
         the plan: which messages are looked up, under which keys."""
@@ -139,6 +145,8 @@ class ChatMessages:
         )
 
     def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[Request]:
+        if self.delivery_starts is not None:
+            items = mark_deliveries(items, self.delivery_starts) or items
         request = self.prepare(engine, facts, items)
         target, dialect = request.target, request.dialect
         start = request.turn_start  # the budget's (only earlier turns are left out)
@@ -163,17 +171,15 @@ class ChatMessages:
         plan: Plan[Request],
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
-        state: CallState,
     ) -> Flow[Done]:
         yield from ()  # nothing more to read
-        return self.rendered(engine, plan.detail, found, state, unread)
+        return self.rendered(engine, plan.detail, found, unread)
 
     def rendered(
         self,
         engine: Engine,
         request: Request,
         found: Mapping[str, Reasoning],
-        state: CallState,
         unread: Mapping[int, int] | None = None,
     ) -> Done:
         """`request` rendered with the records `found` (by key, the refused ones left out:
@@ -220,11 +226,6 @@ class ChatMessages:
         if history is not None:
             engine.histories.remember(history)
         rendered, limited = _limit(engine, request, rendered, stored, unread)
-        state.body_patch = (
-            BodyPatch(dialect.name, rendered.messages, finished.layouts)
-            if dialect.patches_body or finished.layouts
-            else None
-        )
         target = request.target
         return Done(
             rendered.messages,
@@ -245,6 +246,9 @@ class ChatMessages:
                 deployment=request.origin[1],
                 continues_prefill=continues_prefill(request.messages),
             ),
+            BodyPatch(dialect.name, rendered.messages, finished.layouts)
+            if dialect.patches_body or finished.layouts
+            else None,
         )
 
 

@@ -32,7 +32,7 @@ from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
 from . import capture
-from .calls import CallState, Capture, RenderedFor, new_state
+from .calls import CallState, Capture, RenderedFor, start_attempt
 from .cancellation import CancellationWatch
 from .chat_messages import CHAT, Request
 from .fallback import Contained
@@ -129,11 +129,7 @@ class Engine:
 
     def start(self, details: dict[str, Any] | None) -> CallState:
         """A new state for this attempt of a call; the attempt it replaces (a retry) is over."""
-        state, previous = new_state(details)
-        state.owner = self
-        if previous is not None:
-            self.pending.close(previous.id)
-        return state
+        return start_attempt(details, self, self.pending)
 
     def conclude(
         self,
@@ -162,8 +158,8 @@ class Engine:
         state.handled = True
         anchor = capture_of.anchor
         place = None if anchor == identity.NO_ANCHOR else identity.place_of(anchor)
-        self.pending.open(state.id, capture_of.scope, capture_of.digest, state, place)
         self.cancellation.watch(state.id)
+        self.pending.open(state.id, capture_of.scope, capture_of.digest, state, place)
 
     # ------------------------------------------------------------------ lookup
 
@@ -379,7 +375,7 @@ class Engine:
         if plan is None:
             return None
         found, unread = yield from self.read_plan(plan)
-        done = yield from fmt.render(self, plan, found, unread, state)
+        done = yield from fmt.render(self, plan, found, unread)
         self.record(state, facts.provider, facts.model, done)
         return done
 
@@ -402,13 +398,15 @@ class Engine:
 
     def record(self, state: CallState, provider: str | None, model: str | None, done: Done) -> None:
         """What a rendered request of any format leaves: its capture opened and what a refusal
-        of it evicts (`conclude`), its counts and its decisions summary (reporting never undoes
-        the rendering)."""
+        of it evicts (`conclude`), what the body patch must put back, its counts and its
+        decisions summary (reporting never undoes the rendering)."""
+        report = self.report
+        report.rendered(done.counts, done.target.dialect)
+        report.stats["over_budget"] += done.over_budget
+        with Contained(report.fail, "reporting the request's decisions"):
+            state.summary = report.decide(done.summary())
+        state.body_patch = done.body_patch
         self.conclude(state, done.target, provider, model, done.restored, done.capture)
-        self.report.rendered(done.counts, done.target.dialect)
-        self.report.stats["over_budget"] += done.over_budget
-        with Contained(self.report.fail, "reporting the request's decisions"):
-            self.report.decide(done.summary(), state)
 
     def read(
         self,
@@ -514,7 +512,7 @@ class Engine:
     ) -> Rendered:
         """`request` (`prepare`) rendered with the records `found`, recorded as `run` records
         it (`explain` reads the store itself)."""
-        done = CHAT.rendered(self, request, found, state, unread)
+        done = CHAT.rendered(self, request, found, unread)
         self.record(state, request.provider, request.model, done)
         return done.counts
 

@@ -31,12 +31,27 @@ def fail_open(
     try:
         yield
     except Exception as exc:
-        report.fail(where, exc)
-        if state is not None:
-            state.handled = True
-            state.forget_restored()
-        if isinstance(sent, list):
-            body[field] = without_turn(sent)
+        let_through(report, where, exc, body, field, sent, state)
+
+
+def let_through(
+    report: Reporter,
+    where: str,
+    exc: Exception,
+    body: MutableMapping[str, Any],
+    field: str,
+    sent: Any,
+    state: CallState | None = None,
+) -> None:
+    """What `fail_open` does with a failure `exc`: logged once (per kind, per minute), nothing
+    of the store goes out with the call (`state`), and `body[field]` is `sent` (what the client
+    sent) less `turn`."""
+    report.fail(where, exc)
+    if state is not None:
+        state.handled = True
+        state.forget_restored()
+    if isinstance(sent, list):
+        body[field] = without_turn(sent)
 
 
 class Contained:

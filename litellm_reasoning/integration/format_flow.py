@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
-from .calls import CallState, Capture
+from .calls import BodyPatch, CallState, Capture
 from .flows import Flow
 
 if TYPE_CHECKING:
@@ -71,6 +71,9 @@ class Done:
     restored: dict[str, Reasoning] | tuple[Any, Any, Any, Any]
     """What went in from the store (`Engine.conclude`)."""
     capture: Capture
+    body_patch: BodyPatch | None = None
+    """What LiteLLM's translation of the chat body must get back (`calls.BodyPatch`), kept on
+    the call's state by `Engine.record`."""
 
 
 PlanT = TypeVar("PlanT")
@@ -89,7 +92,6 @@ class ConversationFormat(Protocol[PlanT]):
         plan: Plan[PlanT],
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
-        state: CallState,
     ) -> Flow[Done]:
         """The items with the records `found` (by key, the refused ones left out), the limits
         applied; `unread`: index -> estimated tokens of the records the budget left unread."""
@@ -103,8 +105,6 @@ class Begun:
     format: ConversationFormat[Any]
     items: list[Any]
     """What the format runs on."""
-    after: Callable[[Done | None, CallState], None] | None = None
-    """What the call's keyword arguments need after the pipeline (given its result)."""
 
 
 class Entry(Protocol):
@@ -134,6 +134,18 @@ class Entry(Protocol):
     ) -> Begun | None:
         """Whether this call is rendered here, and how (None: only `turn` is taken out);
         `previous`: the state an earlier hook of the same call left (LiteLLM's bridges)."""
+        ...
+
+    def after_pipeline(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        begun: Begun,
+        done: Done | None,
+        state: CallState,
+    ) -> None:
+        """What the call's keyword arguments need after the pipeline ran `begun` (`done`: its
+        result; None: the format did not render the request)."""
         ...
 
 

@@ -83,6 +83,16 @@ class ResponsesEntry:
             target = dataclasses.replace(target, policy=policy, why=why)
         return Begun(ResponsesInput(kwargs, target, asked), items)
 
+    def after_pipeline(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        begun: Begun,
+        done: Done | None,
+        state: CallState,
+    ) -> None:
+        return None  # the format completes the kwargs itself (`ResponsesInput`)
+
 
 ENTRY = ResponsesEntry()
 
@@ -140,7 +150,6 @@ class ResponsesInput:
         plan: Plan[_Planned],
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
-        state: CallState,
     ) -> Flow[Done]:
         yield from ()  # nothing more to read
         planned, keys, target, kwargs = plan.detail, plan.keys, self.target, self.kwargs

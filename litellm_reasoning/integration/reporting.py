@@ -67,15 +67,16 @@ class Reporter:
                 rendered.dropped,
             )
 
-    def decide(self, summary: dict[str, Any], state: CallState) -> None:
+    def decide(self, summary: dict[str, Any]) -> dict[str, Any]:
         """Make one request's decisions visible: Prometheus, one DEBUG line, and (by
-        `attach_decisions`) LiteLLM's logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
+        `attach_decisions`, once the call's state holds the summary returned)
+        LiteLLM's logging metadata (`spend_logs_metadata.litellm_reasoning`)."""
         metrics.record(summary)
         self.stats["reasoning_tokens_sent"] += summary["reasoning_tokens"]["sent"]
         self.stats["reasoning_tokens_saved"] += summary["reasoning_tokens"]["saved"]
         if logger.isEnabledFor(logging.DEBUG):
             logger.debug("litellm-reasoning decisions: %s", json.dumps(summary, sort_keys=True))
-        state.summary = summary
+        return summary
 
     @staticmethod
     def attach_decisions(kwargs: Any, state: CallState) -> None:

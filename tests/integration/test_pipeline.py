@@ -72,7 +72,6 @@ class Notes:
         plan: Plan[list[Any]],
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
-        state: CallState,
     ) -> Flow[Done]:
         yield from ()
         self.read = dict(found)
@@ -177,12 +176,22 @@ class NotesEntry:
     ) -> Begun | None:
         if kwargs.get("skip"):
             return None
-        return Begun(Notes(), items, lambda done, state: self.settled.append(done))
+        return Begun(Notes(), items)
+
+    def after_pipeline(
+        self,
+        engine: Engine,
+        kwargs: dict[str, Any],
+        begun: Begun,
+        done: Done | None,
+        state: CallState,
+    ) -> None:
+        self.settled.append(done)
 
 
 def test_a_new_entry_point_is_an_entry_and_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
     """Registered in `pipeline.ENTRIES`, a toy entry point is dispatched by the real deployment
-    hook: its state started, its items rendered by the one pipeline, its after-step given the
+    hook: its state started, its items rendered by the one pipeline, its `after_pipeline` given the
     result; `turn` goes out with a call it does not render; the proxy's pre-call hook leaves
     its `turn` for the deployment hook."""
     entry = NotesEntry()
