@@ -32,11 +32,11 @@ from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
 from . import capture
-from .calls import CallState, Capture, RenderedFor, start_attempt
+from .calls import CallState, Capture, RenderedFor
 from .cancellation import CancellationWatch
 from .chat_messages import CHAT, Request
 from .fallback import Contained
-from .flows import Flow, Read, Sizes, WaitAny, drive
+from .flows import Flow, Read, Sizes, WaitAny
 from .format_flow import ConversationFormat, Done, Plan
 from .kwargs import CallFacts, FactsReader
 from .reporting import Reporter
@@ -126,10 +126,6 @@ class Engine:
         return target
 
     # ------------------------------------------------------------------ per-call state
-
-    def start(self, details: dict[str, Any] | None) -> CallState:
-        """A new state for this attempt of a call; the attempt it replaces (a retry) is over."""
-        return start_attempt(details, self, self.pending)
 
     def conclude(
         self,
@@ -353,14 +349,6 @@ class Engine:
         """The chat format's plan of `messages` (`ChatMessages.prepare`)."""
         return CHAT.prepare(self, facts, messages)
 
-    def render_flow(
-        self, facts: CallFacts, messages: list[Any], state: CallState
-    ) -> Flow[tuple[Rendered, Target]]:
-        """Chat `messages` through the pipeline."""
-        done = yield from self.run(CHAT, facts, messages, state)
-        assert done is not None  # the chat format renders every request
-        return done.counts, done.target  # the records may have changed its dialect
-
     def run(
         self,
         fmt: ConversationFormat[Any],
@@ -497,11 +485,6 @@ class Engine:
         unread = unread_over_budget(stored, own, budget, droppable)
         self.report.stats["unread_over_budget"] += len(unread)
         return unread
-
-    def render(
-        self, facts: CallFacts, messages: list[Any], state: CallState
-    ) -> tuple[Rendered, Target]:
-        return drive(self.store, self.render_flow(facts, messages, state))
 
     def complete(
         self,

@@ -20,8 +20,10 @@ from ..core.targets import Target
 from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect, retried_by_litellm
 from . import refusals
-from .calls import CallState, state_in
+from .calls import CallState, start_attempt, state_in
+from .chat_messages import CHAT
 from .fallback import fail_open
+from .flows import drive
 from .kwargs import is_sync_details, thinking_default_in_model_map
 from .reporting import Reporter
 
@@ -87,7 +89,7 @@ def render_before_build(
             return None
     if not isinstance(messages, list) or not isinstance(details, dict):
         return None
-    state = engine.start(details)
+    state = start_attempt(details, engine, engine.pending)
     sent: dict[str, Any] = {"messages": messages}
     done: tuple[Rendered, Target] | None = None
     with fail_open(engine.report, "rendering the request", sent, "messages", state):
@@ -105,10 +107,11 @@ def render_details(
 ) -> tuple[Rendered, Target]:
     """The chat flow on the sync path, whose kwargs are LiteLLM's logging details: rendered,
     and its decisions put on their logging metadata at once (no `log_pre_api_call` follows)."""
-    rendered, target = engine.render(engine.facts_of(details), messages, state)
+    done = drive(engine.store, engine.run(CHAT, engine.facts_of(details), messages, state))
+    assert done is not None  # the chat format renders every request
     if is_sync_details(details) and isinstance(details.get("litellm_params"), dict):
         engine.report.attach_decisions(details, state)
-    return rendered, target
+    return done.counts, done.target  # the records may have changed its dialect
 
 
 def settle(
@@ -175,7 +178,7 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
     wire = body["messages"] = without_turn(body["messages"])
     if not isinstance(messages, list):
         raise TypeError("no messages to render")
-    state = engine.start(kwargs)
+    state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True
     rendered, target = render_details(engine, kwargs, messages, state)
     dialect = get_dialect(target.dialect)
@@ -213,7 +216,7 @@ def _render_gemini(
     rebuilt by LiteLLM's own converter from the rendered messages."""
     if not isinstance(messages, list):
         raise TypeError("no messages to render")
-    state = engine.start(kwargs)
+    state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
     rendered, target = render_details(engine, kwargs, messages, state)
     dialect = get_dialect(target.dialect)

@@ -20,7 +20,7 @@ from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered
 from litellm_reasoning.core.targets import resolve_target
 from litellm_reasoning.integration import pipeline
-from litellm_reasoning.integration.calls import CallState, Capture, state_in
+from litellm_reasoning.integration.calls import CallState, Capture, start_attempt, state_in
 from litellm_reasoning.integration.engine import Engine
 from litellm_reasoning.integration.flows import Flow, adrive, drive
 from litellm_reasoning.integration.format_flow import Begun, Done, Plan
@@ -116,7 +116,7 @@ def test_a_new_format_gets_the_read_the_render_and_the_record(driver: str) -> No
     callback = ReasoningCallback(MemoryStore())
     engine = callback.engine
     engine.store.put_many(FACTS.scope, {"note:a": note("from the store")})
-    state = engine.start(None)
+    state = start_attempt(None, engine, engine.pending)
     notes = Notes()
     flow = engine.run(notes, FACTS, ITEMS, state)
     done = (
@@ -145,7 +145,7 @@ def test_a_failing_summary_costs_only_the_summary() -> None:
     callback = ReasoningCallback(MemoryStore())
     engine = callback.engine
     engine.store.put_many(FACTS.scope, {"note:a": note("from the store")})
-    state = engine.start(None)
+    state = start_attempt(None, engine, engine.pending)
     done = drive(engine.store, engine.run(Notes(failing_summary=True), FACTS, ITEMS, state))
     assert done is not None and done.items[0]["reasoning"] == "from the store"
     assert state.capture is not None and state.summary is None

@@ -334,11 +334,11 @@ def test_a_call_one_callback_rendered_is_captured_by_no_other() -> None:
     how the Gemini cassette test once counted the previous test's reply as captured). The call
     state is LiteLLM's, shared; the capture belongs to the engine that rendered the call: any
     other instance's claim is refused, so it never files a record in its store."""
-    from litellm_reasoning.integration.calls import Capture
+    from litellm_reasoning.integration.calls import Capture, start_attempt
 
     first, second = ReasoningCallback(), ReasoningCallback()
     details: dict[str, Any] = {}
-    state = first.engine.start(details)
+    state = start_attempt(details, first.engine, first.engine.pending)
     first.engine.begin(state, Capture("scope", "digest", "deepseek", "deepseek-chat"))
     assert state.claim(second.engine) is None
     assert state.claim(first.engine) is not None
