@@ -11,7 +11,8 @@ Decisions (see `dialects/openrouter.py`, `dialects/anthropic.py`):
 
 * Claude's thinking text may go to DeepSeek / Kimi as `reasoning_content` (they take text and,
   with tools, answer 400 without it); its signature never does.
-* Unsigned text (DeepSeek) never becomes a Claude thinking block (covered in test_anthropic).
+* Unsigned text (DeepSeek) never becomes a Claude thinking block (covered in test_claude,
+  `TestAnthropicApi`).
 * OpenRouter-relayed Claude details never go to the Anthropic API, and Anthropic-signed blocks
   never become OpenRouter details: nothing shows either signature verifying on the other side.
 * OpenRouter details bound to one upstream family (an encrypted OpenAI item) go back only to an
