@@ -66,7 +66,7 @@ class MessagesEntry:
             # which is told which of its user messages start a turn.
             state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(items)
             return None
-        return Begun(BlockMessages(kwargs, items, target, as_issued), cleaned)
+        return Begun(BlockMessages(kwargs, items, target, dialect, as_issued), cleaned)
 
     def after_pipeline(
         self,
@@ -108,10 +108,16 @@ class BlockMessages:
     (`format_flow.ConversationFormat`): one call's, whose `kwargs` it completes."""
 
     def __init__(
-        self, kwargs: dict[str, Any], sent: list[Any], target: Target, as_issued: bool
+        self,
+        kwargs: dict[str, Any],
+        sent: list[Any],
+        target: Target,
+        dialect: Dialect,
+        as_issued: bool,
     ) -> None:
         self.kwargs, self.sent, self.target = kwargs, sent, target
-        self.dialect = get_dialect(target.dialect)
+        self.dialect = dialect
+        """`target`'s dialect."""
         self.as_issued = as_issued
         """The deployment takes blocks as they were issued (a third-party API's own)."""
         self.facts: list[blocks.BlockFacts] = []

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..core.formats.blocks import TranslatedTurns
-from ..wire import get_dialect
 from . import sync_body
 from .calls import CallState
 from .chat_messages import CHAT, ChatMessages
@@ -52,14 +51,10 @@ class ChatEntry:
         done: Done | None,
         state: CallState,
     ) -> None:
-        assert done is not None  # the chat format renders every request
-        target = done.target  # the records may have changed its dialect
-        kwargs["messages"] = sync_body.settle(
-            engine, state, target.dialect, done.items, [kwargs], kwargs
-        )
-        get_dialect(target.dialect).prepare_request(
-            kwargs, str(kwargs.get("model") or ""), target.policy
-        )
+        assert done is not None and done.dialect is not None  # the chat format renders all
+        dialect = done.dialect  # the records may have changed it
+        kwargs["messages"] = sync_body.settle(engine, state, dialect, done.items, [kwargs], kwargs)
+        dialect.prepare_request(kwargs, str(kwargs.get("model") or ""), done.target.policy)
 
 
 ENTRY = ChatEntry()

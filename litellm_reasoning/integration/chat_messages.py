@@ -249,6 +249,7 @@ class ChatMessages:
             BodyPatch(dialect.name, rendered.messages, finished.layouts)
             if dialect.patches_body or finished.layouts
             else None,
+            dialect,
         )
 
 

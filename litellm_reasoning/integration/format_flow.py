@@ -18,6 +18,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from ..core.dialect import Dialect
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
@@ -74,6 +75,9 @@ class Done:
     body_patch: BodyPatch | None = None
     """What LiteLLM's translation of the chat body must get back (`calls.BodyPatch`), kept on
     the call's state by `Engine.record`."""
+    dialect: Dialect | None = None
+    """The target's dialect, where the format looked it up (what comes after the pipeline
+    needs no second lookup by name)."""
 
 
 PlanT = TypeVar("PlanT")

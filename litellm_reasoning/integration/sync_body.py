@@ -15,8 +15,6 @@ from typing import TYPE_CHECKING, Any
 import litellm
 
 from ..core.dialect import REASONING_KEYS, Dialect, ThinkingOff, strip_reasoning
-from ..core.render import Rendered
-from ..core.targets import Target
 from ..core.turns import item_without_turn, without_turn
 from ..wire import get_dialect, retried_by_litellm
 from . import refusals
@@ -24,6 +22,7 @@ from .calls import CallState, start_attempt, state_in
 from .chat_messages import CHAT
 from .fallback import fail_open
 from .flows import drive
+from .format_flow import Done
 from .kwargs import is_sync_details, thinking_default_in_model_map
 from .reporting import Reporter
 
@@ -91,33 +90,32 @@ def render_before_build(
         return None
     state = start_attempt(details, engine, engine.pending)
     sent: dict[str, Any] = {"messages": messages}
-    done: tuple[Rendered, Target] | None = None
+    done: Done | None = None
     with fail_open(engine.report, "rendering the request", sent, "messages", state):
         done = render_details(engine, details, messages, state)
     if done is None:  # failed: as the client sent them, less `turn`
         fallback: list[Any] = sent["messages"]
         return fallback
-    rendered, target = done
     params = optional_params if isinstance(optional_params, dict) else {}
-    return settle(engine, state, target.dialect, rendered.messages, [details, params], params)
+    return settle(engine, state, done.dialect, done.items, [details, params], params)
 
 
 def render_details(
     engine: Engine, details: dict[str, Any], messages: list[Any], state: CallState
-) -> tuple[Rendered, Target]:
+) -> Done:
     """The chat flow on the sync path, whose kwargs are LiteLLM's logging details: rendered,
     and its decisions put on their logging metadata at once (no `log_pre_api_call` follows)."""
     done = drive(engine.store, engine.run(CHAT, engine.facts_of(details), messages, state))
-    assert done is not None  # the chat format renders every request
+    assert done is not None and done.dialect is not None  # the chat format renders all
     if is_sync_details(details) and isinstance(details.get("litellm_params"), dict):
         engine.report.attach_decisions(details, state)
-    return done.counts, done.target  # the records may have changed its dialect
+    return done
 
 
 def settle(
     engine: Engine,
     state: CallState,
-    dialect_name: str,
+    dialect: Dialect | None,
     messages: list[Any],
     read: Sequence[Any],
     params: dict[str, Any],
@@ -127,8 +125,7 @@ def settle(
     translation, and thinking turned off, for this call only (LiteLLM's `modify_params`: out of
     `params`), when a Claude tool loop has no block to send (`read`: the request's parameter
     dicts). The messages to send."""
-    dialect = get_dialect(dialect_name)
-    if not dialect.open_loop_without_reasoning(messages):
+    if dialect is None or not dialect.open_loop_without_reasoning(messages):
         return messages
     off = thinking_off(engine, state, dialect, read)
     if off is None:
@@ -180,8 +177,9 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
         raise TypeError("no messages to render")
     state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True
-    rendered, target = render_details(engine, kwargs, messages, state)
-    dialect = get_dialect(target.dialect)
+    done = render_details(engine, kwargs, messages, state)
+    rendered, dialect = done.counts, done.dialect
+    assert dialect is not None
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
         state.forget_restored()
@@ -218,8 +216,9 @@ def _render_gemini(
         raise TypeError("no messages to render")
     state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
-    rendered, target = render_details(engine, kwargs, messages, state)
-    dialect = get_dialect(target.dialect)
+    done = render_details(engine, kwargs, messages, state)
+    rendered, dialect = done.counts, done.dialect
+    assert dialect is not None
     if not dialect.body_is_contents or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)
     contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)
