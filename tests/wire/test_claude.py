@@ -254,7 +254,7 @@ class TestAnthropicApi:
             assert thinking_requested([{"reasoning_effort": "low"}])
             assert not thinking_requested([{"thinking": {"type": "disabled"}}, {}])
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def claude(self) -> Iterator[AnthropicUpstream]:
         with AnthropicUpstream(strict=True) as up:
             yield up
@@ -630,12 +630,12 @@ class TestBlockOrderOnEveryPath:
     own texts, an assistant message whose thinking is not first, a tool loop whose message has no
     block, and a latest assistant message whose blocks differ from the reply it came from."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def claude(self) -> Iterator[AnthropicUpstream]:
         with AnthropicUpstream(strict=True) as up:
             yield up
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def claude_api(self) -> Iterator[AnthropicUpstream]:
         """Streams as the API streams a short reply (one delta per block, a ping, compact JSON)."""
         with AnthropicUpstream(strict=True, api_style=True) as up:
@@ -840,7 +840,7 @@ class TestBlockOrderOnEveryPath:
         assert "thinking" in wire[1]  # kept on: nothing had to be switched off
         assert callback.stats["thinking_disabled"] == 0
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def proxy(
         self, claude: AnthropicUpstream, tmp_path_factory: pytest.TempPathFactory
     ) -> Iterator[Any]:
@@ -1598,7 +1598,7 @@ class TestBedrock:
     answered tool use without its block, a latest assistant message differing from its reply),
     with Bedrock's texts."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def servers(self) -> Iterator[dict[str, Server]]:
         with (
             BedrockClaudeUpstream(strict=True) as converse,
@@ -1881,16 +1881,16 @@ class TestVertex:
     one that keeps LiteLLM's `thinking_blocks`. The server validates as Claude does
     (`VertexClaudeUpstream(strict=True)`, the Anthropic server's checks)."""
 
-    @pytest.fixture(scope="module", autouse=True)
+    @pytest.fixture(scope="class", autouse=True)
     def _needs(self) -> None:
         pytest.importorskip("google.auth", reason="LiteLLM's Vertex transport needs google-auth")
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def vertex(self) -> Iterator[VertexClaudeUpstream]:
         with VertexClaudeUpstream(strict=True) as up:
             yield up
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def credentials(self, vertex: VertexClaudeUpstream) -> str:
         return json.dumps(service_account(vertex.token_uri))
 
@@ -3339,7 +3339,7 @@ class TestClaudeCode:
     the chat format (a client that keeps inline blocks in its content, which LiteLLM sends in
     exactly Claude Code's order), to the strict local Claude."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def claude(self) -> Iterator[AnthropicUpstream]:
         with AnthropicUpstream(strict=True) as up:
             yield up
@@ -3532,22 +3532,22 @@ class TestMessagesProxy:
     proxy's iterator hook as raw SSE bytes, which release 0.1.0 handed to LiteLLM's chunk builder
     (an ERROR line and a traceback for every streamed request)."""
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def claude(self) -> Iterator[AnthropicUpstream]:
         with AnthropicUpstream(strict=True) as up:
             yield up
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def deepseek(self) -> Iterator[DeepSeekAnthropicUpstream]:
         with DeepSeekAnthropicUpstream() as up:
             yield up
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def chat_server(self) -> Iterator[Upstream]:
         with Upstream() as up:
             yield up
 
-    @pytest.fixture(scope="module")
+    @pytest.fixture(scope="class")
     def proxy(
         self,
         claude: AnthropicUpstream,
