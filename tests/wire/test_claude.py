@@ -99,15 +99,11 @@ from litellm_reasoning.wire.anthropic.dialect import (
 
 CALLS = ["acompletion", "completion", "router.acompletion", "router.completion"]
 
-
 SIG_A = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="
-
 
 SIG_B = "EroCCmUIDhgCKkC+NWw0dWjXDUtFhxyU7T1jL1I74woU7bJADq7xTdoI1tp+nO7q/w=="
 
-
 API_REDACTED = "EvgFCkYIBxgCKkBmxKtCnM3xlr1zpw0Ik4FY0bnznKLdj7THnWO4shd9HwIVkqwnbh16"
-
 
 API_TOOL = {
     "type": "function",
@@ -118,9 +114,7 @@ API_TOOL = {
     },
 }
 
-
 API_THINKING = {"type": "enabled", "budget_tokens": 1024}
-
 
 CLAUDE = "claude-sonnet-4-5"
 """A model LiteLLM knows takes `thinking`; tests run one after another, so one reply queue."""
@@ -501,7 +495,6 @@ ORDER_SIG = [
     "EpwCCkYIBxgCKkDDyZy1YLkC9x8cGZ6OHr0vQfLhE7aX3cUmGfW+Yk9kUs5Ad2A==",
 ]
 
-
 CLIENTS = {"drops": dropping_client, "keeps": keeping_client}
 
 
@@ -542,7 +535,6 @@ ORDER_INTERLEAVED = {
         _use("toolu_b2", "b.py"),
     ],
 }
-
 
 FOREIGN_LOOP: list[Any] = [
     {"role": "user", "content": "Read c.py."},
@@ -1022,21 +1014,15 @@ class TestBlockOrderOnEveryPath:
 
 CASSETTES = REPO / "cassettes"
 
-
 Json = dict[str, Any]
-
 
 Mode = Literal["sync", "async", "router.sync", "router.async"]
 
-
 sync_and_async = pytest.mark.parametrize("mode", ["sync", "async"])
-
 
 keeps_or_drops = pytest.mark.parametrize("keep", [True, False], ids=["keeps", "drops"])
 
-
 streamed_or_not = pytest.mark.parametrize("stream", [False, True], ids=["json", "stream"])
-
 
 REC_THINKING = ("thinking", "redacted_thinking")
 
@@ -1521,18 +1507,13 @@ BEDROCK_SIG = [
     "EpwCCkYIBxgCKkDDyZy1YLkC9x8cGZ6OHr0vQfLhE7aX3cUmGfW+Yk9kbedrock3==",
 ]
 
-
 BEDROCK_REDACTED = "EvgFCkYIBxgCKkBiZWRyb2NrLXJlZGFjdGVkLXRoaW5raW5nLTAwMDE="
-
 
 BEDROCK_ALL_TURNS = "us.anthropic.claude-sonnet-4-6"  # earlier turns' thinking kept in context
 
-
 BEDROCK_CURRENT_TURN = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 
-
 Server = BedrockClaudeUpstream | BedrockInvokeClaudeUpstream
-
 
 ROUTES = ["converse", "invoke"]
 """LiteLLM's two Bedrock routes for Claude: Converse (the default) and `bedrock/invoke/`
@@ -1819,12 +1800,9 @@ VERTEX_SIG = [
     "EpwCCkYIBxgCKkDDyZy1YLkC9x8cGZ6OHr0vQfLhE7aX3cUmGfW+Yk9kvertex3==",
 ]
 
-
 VERTEX_REDACTED = "EvgFCkYIBxgCKkB2ZXJ0ZXgtcmVkYWN0ZWQtdGhpbmtpbmctMDAwMQ=="
 
-
 VERTEX_ALL_TURNS = "claude-sonnet-4-6"
-
 
 VERTEX_CURRENT_TURN = "claude-sonnet-4-5@20250929"
 
@@ -2025,7 +2003,6 @@ class TestVertex:
 
 TOOLS = [{"type": "function", "function": {"name": "read_file", "parameters": {"type": "object"}}}]
 
-
 THOUGHT = {"type": "thinking", "thinking": "Read a.py first."}
 """A third-party API's block: no signature."""
 
@@ -2116,9 +2093,7 @@ SDK_TOOL = {
     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
 }
 
-
 SDK_SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-messages-sdk=="
-
 
 SDK_REPLY = [
     {"type": "thinking", "thinking": "Read a.py first.", "signature": SDK_SIG},
@@ -2922,9 +2897,7 @@ CHANGES_TOOL = {
     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
 }
 
-
 GREP = {"name": "grep", "description": "Search files", "input_schema": {"type": "object"}}
-
 
 CHANGES = {
     # a tool by value (inline-tools) and one taken away by name (mid-conversation tool changes)
@@ -3190,18 +3163,13 @@ class TestMessagesNativeNotClaude:
 
 FIXTURE = json.loads((REPO / "tests" / "fixtures" / "claude_code_reordered.json").read_text())
 
-
 CODE_REPLY: list[dict[str, Any]] = FIXTURE["reply"]
-
 
 REQUEST: dict[str, Any] = FIXTURE["request"]
 
-
 DONE = AnthropicReply([{"type": "text", "text": "Fixed."}])
 
-
 QUESTION = "Fix the failing parser test."
-
 
 CHAT_TOOLS = [
     {
@@ -3446,7 +3414,6 @@ class TestClaudeCode:
 
 PROXY_THINKING = {"type": "enabled", "budget_tokens": 1024}
 
-
 GROUPS = {
     "claude": "claude-sonnet-4-5",
     "claude-loop": "claude-sonnet-4-5-loop",
@@ -3457,13 +3424,11 @@ GROUPS = {
 }
 """Model group -> the upstream model (one script each). `claude-current*`: policy current_turn."""
 
-
 PROXY_TOOL = {
     "name": "read_file",
     "description": "Read a file",
     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
 }
-
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="
 
