@@ -294,6 +294,7 @@ class BlockMessages:
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),
+            dialect,
         )
 
 

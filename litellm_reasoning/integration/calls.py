@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from ..core.dialect import Layouts
+from ..core.dialect import Dialect, Layouts
 from ..core.identity import NO_ANCHOR, Anchor
 from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
@@ -74,7 +74,7 @@ class BodyPatch:
     its dialect's assistant messages patched field by field (`patches_body`: Mistral), or each
     reply's blocks laid out where they stood (`layouts`, from the dialect's `finish`)."""
 
-    dialect: str
+    dialect: Dialect
     messages: list[Any]
     """The rendered messages the body was built from."""
     layouts: Layouts

@@ -246,10 +246,10 @@ class ChatMessages:
                 deployment=request.origin[1],
                 continues_prefill=continues_prefill(request.messages),
             ),
-            BodyPatch(dialect.name, rendered.messages, finished.layouts)
+            dialect,
+            BodyPatch(dialect, rendered.messages, finished.layouts)
             if dialect.patches_body or finished.layouts
             else None,
-            dialect,
         )
 
 

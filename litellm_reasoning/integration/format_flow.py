@@ -72,12 +72,12 @@ class Done:
     restored: dict[str, Reasoning] | tuple[Any, Any, Any, Any]
     """What went in from the store (`Engine.conclude`)."""
     capture: Capture
+    dialect: Dialect
+    """`target`'s dialect, as the format looked it up (what follows the pipeline needs no
+    second lookup by name)."""
     body_patch: BodyPatch | None = None
     """What LiteLLM's translation of the chat body must get back (`calls.BodyPatch`), kept on
     the call's state by `Engine.record`."""
-    dialect: Dialect | None = None
-    """The target's dialect, where the format looked it up (what comes after the pipeline
-    needs no second lookup by name)."""
 
 
 PlanT = TypeVar("PlanT")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
+from ..core.dialect import Dialect
 from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
@@ -74,14 +75,15 @@ class ResponsesEntry:
             names=[model, *facts.names],
             overrides=engine.overrides,
         )
-        if bridged or not get_dialect(target.dialect).input_items:
+        dialect = get_dialect(target.dialect)
+        if bridged or not dialect.input_items:
             return None
         asked = asked_reasoning_context(kwargs)
         policy = policy_for_context(target.policy, asked, target.operator_policy)
         if policy is not target.policy:
             why = f"{target.why}; the client asked for reasoning.context {asked}"
             target = dataclasses.replace(target, policy=policy, why=why)
-        return Begun(ResponsesInput(kwargs, target, asked), items)
+        return Begun(ResponsesInput(kwargs, target, dialect, asked), items)
 
     def after_pipeline(
         self,
@@ -113,8 +115,10 @@ class ResponsesInput:
     (`format_flow.ConversationFormat`): one call's, whose `kwargs` it completes (the
     encrypted content asked for, `reasoning.context`)."""
 
-    def __init__(self, kwargs: dict[str, Any], target: Target, asked: str | None) -> None:
-        self.kwargs, self.target, self.asked = kwargs, target, asked
+    def __init__(
+        self, kwargs: dict[str, Any], target: Target, dialect: Dialect, asked: str | None
+    ) -> None:
+        self.kwargs, self.target, self.dialect, self.asked = kwargs, target, dialect, asked
 
     def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[_Planned]:
         scope, target = facts.scope, self.target
@@ -215,6 +219,7 @@ class ResponsesInput:
                 deployment=call.deployment_id,
                 continues_prefill=continues_prefill(items),
             ),
+            self.dialect,
         )
 
 

@@ -336,7 +336,7 @@ def _lay_out(body: Any, converse: bool) -> None:
     if patch is None or not patch.layouts or not isinstance(body, dict):
         return
     with Contained(_report, "laying out Claude's blocks on the Bedrock body"):
-        dialect = get_dialect(patch.dialect)
+        dialect = patch.dialect
         if not dialect.patches_body:  # a body patched message by message is not laid out
             dialect.lay_out(body, patch.messages, patch.layouts, converse=converse)
 

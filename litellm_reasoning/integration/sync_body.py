@@ -16,7 +16,7 @@ import litellm
 
 from ..core.dialect import REASONING_KEYS, Dialect, ThinkingOff, strip_reasoning
 from ..core.turns import item_without_turn, without_turn
-from ..wire import get_dialect, retried_by_litellm
+from ..wire import retried_by_litellm
 from . import refusals
 from .calls import CallState, start_attempt, state_in
 from .chat_messages import CHAT
@@ -106,7 +106,7 @@ def render_details(
     """The chat flow on the sync path, whose kwargs are LiteLLM's logging details: rendered,
     and its decisions put on their logging metadata at once (no `log_pre_api_call` follows)."""
     done = drive(engine.store, engine.run(CHAT, engine.facts_of(details), messages, state))
-    assert done is not None and done.dialect is not None  # the chat format renders all
+    assert done is not None  # the chat format renders every request
     if is_sync_details(details) and isinstance(details.get("litellm_params"), dict):
         engine.report.attach_decisions(details, state)
     return done
@@ -115,7 +115,7 @@ def render_details(
 def settle(
     engine: Engine,
     state: CallState,
-    dialect: Dialect | None,
+    dialect: Dialect,
     messages: list[Any],
     read: Sequence[Any],
     params: dict[str, Any],
@@ -125,7 +125,7 @@ def settle(
     translation, and thinking turned off, for this call only (LiteLLM's `modify_params`: out of
     `params`), when a Claude tool loop has no block to send (`read`: the request's parameter
     dicts). The messages to send."""
-    if dialect is None or not dialect.open_loop_without_reasoning(messages):
+    if not dialect.open_loop_without_reasoning(messages):
         return messages
     off = thinking_off(engine, state, dialect, read)
     if off is None:
@@ -162,7 +162,7 @@ def _after_translation(reporter: Reporter, state: CallState, body: Any, kwargs: 
     reporter.attach_decisions(kwargs, state)
     if patch is None or not isinstance(body, dict):
         return
-    dialect = get_dialect(patch.dialect)
+    dialect = patch.dialect
     if not dialect.patches_body:
         dialect.lay_out(body, patch.messages, patch.layouts)
         return
@@ -179,7 +179,6 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
     state.sent = True
     done = render_details(engine, kwargs, messages, state)
     rendered, dialect = done.counts, done.dialect
-    assert dialect is not None
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
         state.forget_restored()
@@ -218,7 +217,6 @@ def _render_gemini(
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
     done = render_details(engine, kwargs, messages, state)
     rendered, dialect = done.counts, done.dialect
-    assert dialect is not None
     if not dialect.body_is_contents or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)
     contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)

@@ -26,6 +26,7 @@ from litellm_reasoning.integration.flows import Flow, adrive, drive
 from litellm_reasoning.integration.format_flow import Begun, Done, Plan
 from litellm_reasoning.integration.kwargs import CallFacts
 from litellm_reasoning.stores import MemoryStore
+from litellm_reasoning.wire import get_dialect
 
 FACTS = CallFacts(
     scope="ns=test|key=k",
@@ -101,6 +102,7 @@ class Notes:
             summary,
             {plan.keys[i]: found[plan.keys[i]] for i in restored},
             Capture(plan.scope, "digest-of-all", FACTS.provider, FACTS.model),
+            get_dialect(target.dialect),
         )
 
 

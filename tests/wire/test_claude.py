@@ -105,17 +105,6 @@ SIG_B = "EroCCmUIDhgCKkC+NWw0dWjXDUtFhxyU7T1jL1I74woU7bJADq7xTdoI1tp+nO7q/w=="
 
 API_REDACTED = "EvgFCkYIBxgCKkBmxKtCnM3xlr1zpw0Ik4FY0bnznKLdj7THnWO4shd9HwIVkqwnbh16"
 
-API_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "read_file",
-        "description": "Read a file",
-        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
-    },
-}
-
-API_THINKING = {"type": "enabled", "budget_tokens": 1024}
-
 CLAUDE = "claude-sonnet-4-5"
 """A model LiteLLM knows takes `thinking`; tests run one after another, so one reply queue."""
 
@@ -244,7 +233,7 @@ class TestAnthropicApi:
             # message, so the loop is still open and Claude still wants the block (a 400 without).
             assert tool_loop_needs_thinking([api_call, result, {"role": "user", "content": "new"}])
             assert not tool_loop_needs_thinking([api_call, {"role": "user", "content": "new"}])
-            assert thinking_requested([{"thinking": API_THINKING}])
+            assert thinking_requested([{"thinking": THINKING}])
             assert thinking_requested([{"reasoning_effort": "low"}])
             assert not thinking_requested([{"thinking": {"type": "disabled"}}, {}])
 
@@ -282,7 +271,7 @@ class TestAnthropicApi:
             AnthropicReply(step_2),
             AnthropicReply([{"type": "text", "text": "Done."}]),
         )
-        kw: dict[str, Any] = {"tools": [API_TOOL], "thinking": API_THINKING, "max_tokens": 2048}
+        kw: dict[str, Any] = {"tools": [READ_FILE], "thinking": THINKING, "max_tokens": 2048}
         base = claude.base_url
         history: list[Any] = [{"role": "user", "content": "Hello"}]
         history.append(
@@ -306,7 +295,7 @@ class TestAnthropicApi:
         assert assistants[0] == [{"type": "text", "text": "Hi."}]
         assert assistants[1] == step_1
         assert assistants[2] == step_2
-        assert wire[-1]["thinking"] == API_THINKING
+        assert wire[-1]["thinking"] == THINKING
         assert wire[2]["messages"][3]["content"] == step_1
         assert callback.stats["thinking_disabled"] == 0
         assert callback.stats["errors"] == 0
@@ -350,8 +339,8 @@ class TestAnthropicApi:
                 claude.base_url,
                 list(history),
                 stream=False,
-                tools=[API_TOOL],
-                thinking=API_THINKING,
+                tools=[READ_FILE],
+                thinking=THINKING,
                 max_tokens=2048,
             )
         (body,) = claude.bodies(model)[before:]
@@ -383,7 +372,7 @@ class TestAnthropicApi:
                         "model": f"anthropic/{CLAUDE}",
                         "api_base": claude.base_url,
                         "api_key": "k",
-                        "thinking": API_THINKING,
+                        "thinking": THINKING,
                         "max_tokens": 2048,
                     },
                 }
@@ -409,7 +398,7 @@ class TestAnthropicApi:
                 if stream:
                     calls: dict[int, dict[str, Any]] = {}
                     for chunk in client.chat.completions.create(
-                        model=group, messages=history, tools=[API_TOOL], stream=True
+                        model=group, messages=history, tools=[READ_FILE], stream=True
                     ):
                         for piece in (
                             chunk.choices[0].delta.tool_calls if chunk.choices else None
@@ -429,7 +418,7 @@ class TestAnthropicApi:
                     ]
                 else:
                     reply = client.chat.completions.create(
-                        model=group, messages=history, tools=[API_TOOL]
+                        model=group, messages=history, tools=[READ_FILE]
                     )
                     tool_calls = [
                         {
@@ -453,7 +442,7 @@ class TestAnthropicApi:
         assistants = [m["content"] for m in wire[2]["messages"] if m["role"] == "assistant"]
         assert assistants == [step_1, step_2]
         assert wire[1]["messages"][1]["content"] == step_1
-        assert all(body["thinking"] == API_THINKING for body in wire)
+        assert all(body["thinking"] == THINKING for body in wire)
 
     @pytest.mark.parametrize("how", ["acompletion", "completion"])
     async def test_thinking_whose_signature_never_arrived_is_never_sent(
@@ -469,7 +458,7 @@ class TestAnthropicApi:
             AnthropicReply([unsigned, _tool_use("toolu_09")]),
             AnthropicReply([{"type": "text", "text": "Done."}]),
         )
-        kw: dict[str, Any] = {"tools": [API_TOOL], "thinking": API_THINKING, "max_tokens": 2048}
+        kw: dict[str, Any] = {"tools": [READ_FILE], "thinking": THINKING, "max_tokens": 2048}
         history: list[Any] = [{"role": "user", "content": "Go."}]
         base = claude.base_url
         history.append(
@@ -2087,11 +2076,12 @@ class TestThirdPartyAnthropicApis:
 
 # ------------------------------ TestMessagesSdk
 
-SDK_TOOL = {
+MESSAGES_TOOL = {
     "name": "read_file",
     "description": "Read a file",
     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
 }
+"""The one tool of the `/v1/messages` tests (Anthropic format)."""
 
 SDK_SIG = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgx-messages-sdk=="
 
@@ -2110,7 +2100,7 @@ def _params(model: str, base_url: str) -> dict[str, Any]:
         "api_key": "k",
         "max_tokens": 2048,
         "thinking": THINKING,
-        "tools": [SDK_TOOL],
+        "tools": [MESSAGES_TOOL],
     }
 
 
@@ -2184,7 +2174,7 @@ class TestMessagesSdk:
                     api_key="k",
                     max_tokens=2048,
                     thinking=THINKING,
-                    tools=[SDK_TOOL],
+                    tools=[MESSAGES_TOOL],
                 )
 
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
@@ -2362,7 +2352,7 @@ class TestMessagesSdk:
                     api_base=chat.base_url,
                     api_key="k",
                     max_tokens=256,
-                    tools=[SDK_TOOL],
+                    tools=[MESSAGES_TOOL],
                 )
 
             messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
@@ -2754,12 +2744,6 @@ class TestMessagesSdk:
 
 # ------------------------------ TestMessagesLimits
 
-LIMITS_TOOL = {
-    "name": "read_file",
-    "description": "Read a file",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-}
-
 
 def _turn(tag: str) -> list[dict[str, Any]]:
     return [
@@ -2790,7 +2774,7 @@ async def _conversation(
         claude.always(model, AnthropicReply([{"type": "text", "text": "three done."}]))
 
         async def send(messages: list[Any]) -> Any:
-            return await send_messages(claude.base_url, model, messages, tools=[LIMITS_TOOL])
+            return await send_messages(claude.base_url, model, messages, tools=[MESSAGES_TOOL])
 
         messages: list[Any] = []
         for question in ("One?", "Two?", "Three?"):
@@ -2891,12 +2875,6 @@ class TestMessagesLimits:
 
 # ------------------------------ TestMessagesToolChanges
 
-CHANGES_TOOL = {
-    "name": "read_file",
-    "description": "Read a file",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-}
-
 GREP = {"name": "grep", "description": "Search files", "input_schema": {"type": "object"}}
 
 CHANGES = {
@@ -2952,19 +2930,19 @@ class TestMessagesToolChanges:
                 AnthropicReply([{"type": "text", "text": "found"}]),
             )
             messages: list[Any] = [{"role": "user", "content": "Fix a.py"}]
-            reply = await send_messages(claude.base_url, model, messages, tools=[CHANGES_TOOL])
+            reply = await send_messages(claude.base_url, model, messages, tools=[MESSAGES_TOOL])
             messages += [
                 _dropped(reply),
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1"}]},
             ]
-            reply = await send_messages(claude.base_url, model, messages, tools=[CHANGES_TOOL])
+            reply = await send_messages(claude.base_url, model, messages, tools=[MESSAGES_TOOL])
             messages += [_dropped(reply), system, {"role": "user", "content": "Now search"}]
-            reply = await send_messages(claude.base_url, model, messages, tools=[CHANGES_TOOL])
+            reply = await send_messages(claude.base_url, model, messages, tools=[MESSAGES_TOOL])
             messages += [
                 _dropped(reply),
                 {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_2"}]},
             ]
-            await send_messages(claude.base_url, model, messages, tools=[CHANGES_TOOL])
+            await send_messages(claude.base_url, model, messages, tools=[MESSAGES_TOOL])
             assert claude.refusals == []
             bodies = claude.bodies(model)
         assert system == sent_system  # the client's own message is not changed in place
@@ -2979,12 +2957,6 @@ class TestMessagesToolChanges:
 
 
 # ------------------------------ TestMessagesNativeNotClaude
-
-NATIVE_TOOL = {
-    "name": "read_file",
-    "description": "Read a file",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-}
 
 
 def _reply(tag: str, signature: str | None) -> list[dict[str, Any]]:
@@ -3017,7 +2989,7 @@ async def _send(
         api_key=key,
         max_tokens=2048,
         thinking=THINKING,
-        tools=[NATIVE_TOOL],
+        tools=[MESSAGES_TOOL],
     )
 
 
@@ -3412,8 +3384,6 @@ class TestClaudeCode:
 
 # ------------------------------ TestMessagesProxy
 
-PROXY_THINKING = {"type": "enabled", "budget_tokens": 1024}
-
 GROUPS = {
     "claude": "claude-sonnet-4-5",
     "claude-loop": "claude-sonnet-4-5-loop",
@@ -3423,12 +3393,6 @@ GROUPS = {
     "claude-code-stream": "claude-opus-4-6-code-stream",
 }
 """Model group -> the upstream model (one script each). `claude-current*`: policy current_turn."""
-
-PROXY_TOOL = {
-    "name": "read_file",
-    "description": "Read a file",
-    "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
-}
 
 SIGNATURE = "EqQBCgIYAhIM1gbcDa9GJwZA2b3hGgxBdjrkzLoky3dl1pkiMOYdsAAAA+/="
 
@@ -3451,7 +3415,7 @@ def _sender(proxy: Any, group: str, stream: bool, **extra: Any) -> Any:
     import anthropic
 
     client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
-    params = {"model": group, "max_tokens": 2048, "tools": [PROXY_TOOL], **extra}
+    params = {"model": group, "max_tokens": 2048, "tools": [MESSAGES_TOOL], **extra}
 
     def send(messages: list[Any]) -> Any:
         if stream:
@@ -3583,12 +3547,12 @@ class TestMessagesProxy:
         client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
         messages: list[Any] = [{"role": "user", "content": "hi"}]
         reply = client.messages.create(
-            model="claude", max_tokens=2048, messages=messages, thinking=PROXY_THINKING
+            model="claude", max_tokens=2048, messages=messages, thinking=THINKING
         )
         assert [b.type for b in reply.content] == ["thinking", "text"]
         for _ in range(3):
             with client.messages.stream(
-                model="claude", max_tokens=2048, messages=messages, thinking=PROXY_THINKING
+                model="claude", max_tokens=2048, messages=messages, thinking=THINKING
             ) as stream:
                 final = stream.get_final_message()
             assert [b.type for b in final.content] == ["thinking", "text"]
@@ -3622,7 +3586,7 @@ class TestMessagesProxy:
         ]
         claude.script(model, AnthropicReply(_interleaved(tag)), AnthropicReply(second))
         claude.always(model, AnthropicReply([{"type": "text", "text": "Both hold one line."}]))
-        send = _sender(proxy, group, stream, thinking=PROXY_THINKING)
+        send = _sender(proxy, group, stream, thinking=THINKING)
 
         messages: list[Any] = [{"role": "user", "content": "What is in a.py and b.py?"}]
         first = send(messages)
@@ -3655,14 +3619,14 @@ class TestMessagesProxy:
         )
         claude.always(model, AnthropicReply([{"type": "text", "text": "b.py too."}]))
         client = anthropic.Anthropic(base_url=proxy.url, api_key=proxy.master_key, max_retries=0)
-        params: dict[str, Any] = {"model": group, "max_tokens": 2048, "thinking": PROXY_THINKING}
+        params: dict[str, Any] = {"model": group, "max_tokens": 2048, "thinking": THINKING}
         messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
-        first = client.messages.create(messages=messages, tools=[PROXY_TOOL], **params)
+        first = client.messages.create(messages=messages, tools=[MESSAGES_TOOL], **params)
         delivery = {"role": "user", "content": "(build finished)", "turn": False}
         messages += [_dropping(first), _proxy_result(f"toolu_{tag}_1"), delivery]
-        second = client.messages.create(messages=messages, tools=[PROXY_TOOL], **params)
+        second = client.messages.create(messages=messages, tools=[MESSAGES_TOOL], **params)
         messages += [_dropping(second), {"role": "user", "content": "And b.py?"}]
-        client.messages.create(messages=messages, tools=[PROXY_TOOL], **params)
+        client.messages.create(messages=messages, tools=[MESSAGES_TOOL], **params)
         during, after = claude.bodies(model)[1:]
         assert during["messages"][1]["content"] == _interleaved(tag)
         assert after["messages"][1]["content"] == _dropping(first)["content"]
@@ -3699,7 +3663,7 @@ class TestMessagesProxy:
             AnthropicReply([{"type": "text", "text": "a.py holds one line."}]),
         )
         deepseek.always(model, AnthropicReply([{"type": "text", "text": "So does b.py."}]))
-        send = _sender(proxy, group, stream, thinking=PROXY_THINKING)
+        send = _sender(proxy, group, stream, thinking=THINKING)
 
         messages: list[Any] = [{"role": "user", "content": "What is in a.py?"}]
         delivery = {"role": "user", "content": "(build finished)", "turn": False}
