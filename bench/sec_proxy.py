@@ -122,7 +122,10 @@ def run(concurrency: int, seconds: float, rounds: int) -> Section:
                                 json={"model": model, "messages": messages},
                                 headers=headers,
                             )
-                            r.raise_for_status()
+                            if r.is_error:  # the proxy's own words, not only its status
+                                raise RuntimeError(
+                                    f"warm-up {model}: {r.status_code} {r.text[:500]}"
+                                )
                     await _load(proxy.url + "/v1/chat/completions", headers, body, concurrency, 1.0)
                 # the upstream's own capacity, through the same client
                 direct = await _load(
