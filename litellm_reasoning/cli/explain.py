@@ -123,7 +123,7 @@ def explain(request: dict[str, Any], store_url: str, tenant: dict[str, Any]) -> 
     return {
         "hint": hint,
         "model": request.get("model"),
-        "dialect": target.dialect,
+        "dialect": target.dialect.name,
         "policy": target.policy.value,
         "why": target.why,
         "scope": prepared.scope,

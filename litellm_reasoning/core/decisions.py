@@ -81,7 +81,7 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
         messages = dict(zip(keys, map(per_message.__getitem__, order), strict=True))
     return {
         "policy": target.policy.value,
-        "dialect": target.dialect,
+        "dialect": target.dialect.name,
         "why": target.why,
         "messages": messages,
         "counts": counts,
@@ -130,7 +130,7 @@ def summary_of(
     counts.update(Counter(per_message.values()))
     return {
         "policy": target.policy.value,
-        "dialect": target.dialect,
+        "dialect": target.dialect.name,
         "why": target.why,
         "messages": per_message,
         "counts": counts,

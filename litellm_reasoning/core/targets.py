@@ -9,9 +9,10 @@ changes what an unknown target receives.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from .dialect import Dialect
 from .model_table import TEMPLATE_DIALECTS, ProviderRule, check_dialect_name, shipped_rules
 from .policy import StripRule, TurnPolicy
 
@@ -20,7 +21,8 @@ from .policy import StripRule, TurnPolicy
 class Target:
     """What one request's deployment gets."""
 
-    dialect: str
+    dialect: Dialect
+    """The family's dialect object (`wire`'s registry hands it to `resolve_target`)."""
     policy: TurnPolicy
     why: str
     strip: StripRule = "any"
@@ -44,11 +46,28 @@ class Override:
     policy: TurnPolicy | None = None
 
 
+DialectOf = Callable[[str], Dialect]
+"""The registry's lookup of a dialect by name (`wire.get_dialect`): core names a dialect and
+never imports the families, so the layer above hands the lookup in."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Choice:
+    """A target while it is being resolved: its dialect still a name."""
+
+    dialect: str
+    policy: TurnPolicy
+    why: str
+    strip: StripRule = "any"
+    operator_policy: bool = False
+
+
 def resolve_target(
     provider: str | None,
     model: str,
     api_base: str | None,
     *,
+    dialect_of: DialectOf,
     has_tools: bool = False,
     preserved_thinking: bool = False,
     template_keeps_thinking: bool = False,
@@ -56,7 +75,8 @@ def resolve_target(
     names: Iterable[str] = (),
     overrides: Iterable[Override] = (),
 ) -> Target:
-    """The dialect and policy for a call to `model` on `provider` at `api_base`.
+    """The dialect and policy for a call to `model` on `provider` at `api_base` (`dialect_of`:
+    the registry's lookup, `wire.get_dialect`).
 
     `names` are the other names the deployment is known by (model group, `provider/model`), which
     overrides may match. `model_keeps_thinking`: LiteLLM's model map says this Claude model
@@ -72,7 +92,7 @@ def resolve_target(
         model_keeps_thinking,
     )
     if template_keeps_thinking and target.dialect in TEMPLATE_DIALECTS:
-        target = Target(
+        target = _Choice(
             target.dialect,
             TurnPolicy.ALL_TURNS,
             f"{target.why}; the request's chat template keeps earlier thinking "
@@ -82,14 +102,16 @@ def resolve_target(
     candidates = [model, *names]
     for override in overrides:
         if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
-            target = Target(
+            target = _Choice(
                 dialect=override.dialect or target.dialect,
                 policy=override.policy or target.policy,
                 why=f"override {override.pattern!r}",
                 strip=target.strip,
                 operator_policy=target.operator_policy or override.policy is not None,
             )
-    return target
+    return Target(
+        dialect_of(target.dialect), target.policy, target.why, target.strip, target.operator_policy
+    )
 
 
 def _default_target(
@@ -99,10 +121,10 @@ def _default_target(
     has_tools: bool,
     preserved_thinking: bool,
     model_keeps_thinking: bool = False,
-) -> Target:
+) -> _Choice:
     rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model, api_base)), None)
     if rule is None:
-        return Target(
+        return _Choice(
             "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"
         )
     policy, dialect = rule.policy, rule.dialect
@@ -120,7 +142,7 @@ def _default_target(
     ):
         policy = rule.policy_with_preserved_thinking
         why = f"{why}; LiteLLM's model map: this model keeps earlier thinking in its context"
-    return Target(dialect, policy, why, rule.strip)
+    return _Choice(dialect, policy, why, rule.strip)
 
 
 def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:

@@ -1,5 +1,5 @@
 """`/v1/messages` (Claude Code, the Anthropic SDKs) to a deployment LiteLLM sends the Anthropic
-body to: the Anthropic Messages format as an input format of its own (`wire.anthropic.messages`),
+body to: the Anthropic Messages format as an input format of its own (`wire.messages_blocks`),
 with the stores, tenants, policies, summary and metrics of chat calls."""
 
 from __future__ import annotations
@@ -18,9 +18,7 @@ from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
 from ..core.turns import current_turn_start, without_turn
-from ..wire import get_dialect
-from ..wire.anthropic import messages as anthropic_messages
-from ..wire.anthropic.dialect import issued_unsigned
+from ..wire import messages_blocks
 from . import rust_core, sync_body
 from .calls import CallState, Capture
 from .fallback import Contained
@@ -59,14 +57,14 @@ class MessagesEntry:
         provider = facts.provider
         target = engine.target(facts)
         rust_core.warn_if_served_natively(provider, facts.model)
-        dialect = get_dialect(target.dialect)
-        as_issued = anthropic_messages.takes_blocks_as_issued(provider)
+        dialect = target.dialect
+        as_issued = messages_blocks.takes_blocks_as_issued(provider)
         if not dialect.keeps_block_order and not as_issued:
             # LiteLLM's chat adapter: rendered on the chat call it makes (same logging object),
             # which is told which of its user messages start a turn.
             state.part(blocks.TranslatedTurns).starts = blocks.chat_user_turns(items)
             return None
-        return Begun(BlockMessages(kwargs, items, target, dialect, as_issued), cleaned)
+        return Begun(BlockMessages(kwargs, items, target, as_issued), cleaned)
 
     def after_pipeline(
         self,
@@ -78,8 +76,9 @@ class MessagesEntry:
     ) -> None:
         flow = begun.format
         assert isinstance(flow, BlockMessages)
-        if flow.dialect.keeps_block_order and not flow.as_issued:
-            _thinking_off_without_block(engine, state, flow.dialect, kwargs, flow.facts)
+        dialect = flow.target.dialect
+        if dialect.keeps_block_order and not flow.as_issued:
+            _thinking_off_without_block(engine, state, dialect, kwargs, flow.facts)
 
 
 ENTRY = MessagesEntry()
@@ -112,19 +111,17 @@ class BlockMessages:
         kwargs: dict[str, Any],
         sent: list[Any],
         target: Target,
-        dialect: Dialect,
         as_issued: bool,
     ) -> None:
         self.kwargs, self.sent, self.target = kwargs, sent, target
-        self.dialect = dialect
-        """`target`'s dialect."""
         self.as_issued = as_issued
         """The deployment takes blocks as they were issued (a third-party API's own)."""
         self.facts: list[blocks.BlockFacts] = []
         """The facts of the messages as rendered (`render`)."""
 
     def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[_Planned]:
-        cleaned, target, dialect = items, self.target, self.dialect
+        cleaned, target = items, self.target
+        dialect = target.dialect
         scope = facts.scope
         system = blocks.system_digest(self.kwargs.get("system"))
         walked = engine.block_digests.walk(scope, cleaned, system)
@@ -186,7 +183,8 @@ class BlockMessages:
         found: Mapping[str, Reasoning],
         unread: Mapping[int, int],
     ) -> Flow[Done]:
-        planned, target, dialect = plan.detail, self.target, self.dialect
+        planned, target = plan.detail, self.target
+        dialect = target.dialect
         cleaned, wanted, reorderable = planned.messages, planned.wanted, planned.reorderable
         previous, call = planned.previous, planned.facts_of_call
         provider, origin = call.provider, call.origin
@@ -197,7 +195,11 @@ class BlockMessages:
 
         def unsigned_of(records: dict[int, Any]) -> dict[int, Any]:
             # A third-party Anthropic-compatible API's blocks: issued by this deployment
-            return {i: r for i, r in records.items() if issued_unsigned(r, provider, origin)}
+            return {
+                i: r
+                for i, r in records.items()
+                if messages_blocks.issued_unsigned(r, provider, origin)
+            }
 
         as_issued = self.as_issued
         unsigned = {} if as_issued else unsigned_of(records)
@@ -224,14 +226,14 @@ class BlockMessages:
             i: record
             for i, record in records.items()
             if (
-                anthropic_messages.issued_by(record, provider)
+                messages_blocks.issued_by(record, provider)
                 if as_issued
                 else dialect.accepts(record)
             )
         }
         usable = engine.of_origin(usable, origin, provider)
         stored = {i: record for i, record in usable.items() if i in wanted}
-        out, restored_at = anthropic_messages.restore(
+        out, restored_at = messages_blocks.restore(
             cleaned, wanted, stored, start, as_issued=as_issued
         )
         reordered_at = []
@@ -239,7 +241,7 @@ class BlockMessages:
             issued = usable.get(i)
             fixed = None
             if issued is not None:
-                fixed = anthropic_messages.in_issued_order(out[i], issued, as_issued=as_issued)
+                fixed = messages_blocks.in_issued_order(out[i], issued, as_issued=as_issued)
             if fixed is not None:
                 out[i] = fixed
                 reordered_at.append(i)
@@ -294,7 +296,6 @@ class BlockMessages:
                 messages_format=True,
                 continues_prefill=continues_prefill(cleaned),
             ),
-            dialect,
         )
 
 
@@ -378,11 +379,9 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
         if "message_stop" not in "".join(sse[-2:]):
             return
         text = "".join(sse)
-        content = anthropic_messages.content_of_stream(text)
+        content = messages_blocks.content_of_stream(text)
         usage, model = (
-            anthropic_messages.usage_and_model_of_stream(text)
-            if content is not None
-            else (None, None)
+            messages_blocks.usage_and_model_of_stream(text) if content is not None else (None, None)
         )
         read = True
     if read and content is not None:
@@ -392,14 +391,14 @@ def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | st
 def capture_collected(engine: Engine, state: CallState) -> Flow[None]:
     """An SDK stream's reply, from the SSE bytes LiteLLM collected (`patches`): LiteLLM's
     success event carries it chat-shaped, which would be filed under the wrong key."""
-    collected = state.take(anthropic_messages.CollectedSSE)
+    collected = state.take(messages_blocks.CollectedSSE)
     raw = collected.pieces if collected is not None else None
     content = usage = model = None
     if raw is not None and not state.captured:
         with Contained(engine.report.fail, "reading a /v1/messages stream"):
             text = b"".join(raw).decode("utf-8", "replace")
-            content = anthropic_messages.content_of_stream(text)
-            usage, model = anthropic_messages.usage_and_model_of_stream(text)
+            content = messages_blocks.content_of_stream(text)
+            usage, model = messages_blocks.usage_and_model_of_stream(text)
     if content is None:  # nothing whole to keep (a cut stream), or captured already
         state.claim(engine)
         engine.pending.close(state.id)
@@ -420,11 +419,11 @@ def capture(
     try:
         with Contained(engine.report.fail, "capturing the Anthropic-format reply"):
             if call is not None:
-                engine.report.prompt_cache(state, anthropic_messages.prompt_cache_of_usage(usage))
+                engine.report.prompt_cache(state, messages_blocks.prompt_cache_of_usage(usage))
             if call is None or not call.messages_format or call.continues_prefill:
                 return
             answered = model if isinstance(model, str) and model else call.model
-            record = anthropic_messages.record_of_reply(
+            record = messages_blocks.record_of_reply(
                 content, provider=call.provider, model=answered
             )
             if record is None:
@@ -451,4 +450,4 @@ def capture(
 def keep_stream_bytes(state: CallState, raw: Iterable[Any]) -> None:
     """An Anthropic-format SDK stream's SSE bytes as LiteLLM collected them, kept on the call's
     state for its capture (`capture_collected`)."""
-    state.part(anthropic_messages.CollectedSSE).pieces = [bytes(piece) for piece in raw]
+    state.part(messages_blocks.CollectedSSE).pieces = [bytes(piece) for piece in raw]

@@ -62,7 +62,7 @@ class RenderedFor:
 
     provider: str | None
     model: str | None
-    dialect: str
+    dialect: Dialect
     policy: TurnPolicy
     operator_policy: bool = False
     """`policy` is the operator's explicit choice: a refusal never widens it."""

@@ -14,7 +14,7 @@ from ..core.extract import reasoning_from_message
 from ..core.reasoning import Reasoning
 from ..core.render import reply_needed_next
 from ..core.usage import prompt_cache_of
-from ..wire import CallParts, adapter_for, complete_message, get_dialect
+from ..wire import CallParts, adapter_for, complete_message
 from . import items_format as responses
 from .calls import CallState, Capture
 from .fallback import Contained
@@ -65,7 +65,7 @@ def _needed_next(state: CallState, call: Capture, response: Any) -> bool:
     write may take the store's longer deadline): by its target's rule, or a Responses reply
     whose function calls go back with their item ids (`input_items.refused_without`)."""
     target = state.rendered_for
-    if target is not None and reply_needed_next(get_dialect(target.dialect), target.policy):
+    if target is not None and reply_needed_next(target.dialect, target.policy):
         return True
     output = responses_output(response) if call.responses_input else None
     return output is not None and responses.reply_needs_reasoning(output)

@@ -52,7 +52,7 @@ class ChatEntry:
         state: CallState,
     ) -> None:
         assert done is not None  # the chat format renders every request
-        dialect = done.dialect  # the records may have changed it
+        dialect = done.target.dialect  # the records may have changed it
         kwargs["messages"] = sync_body.settle(engine, state, dialect, done.items, [kwargs], kwargs)
         dialect.prepare_request(kwargs, str(kwargs.get("model") or ""), done.target.policy)
 

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import identity
 from ..core.decisions import summarize
-from ..core.dialect import Dialect
 from ..core.limits import (
     Limited,
     RecordCounts,
@@ -61,8 +60,7 @@ class Request:
 
     messages: list[Any]
     target: Target
-    dialect: Dialect
-    """The adapter of `target.dialect` (looked up once; `rendered` may change both)."""
+    """What it is rendered for (`rendered` may switch its dialect: `Dialect.for_records`)."""
     provider: str | None
     model: str | None
     scope: str
@@ -113,7 +111,7 @@ class ChatMessages:
         the plan: which messages are looked up, under which keys."""
         scope = facts.scope
         target = engine.target(facts)
-        dialect = get_dialect(target.dialect)
+        dialect = target.dialect
         # One pass over the history (reusing what the conversation's earlier request hashed):
         # the digests name this call's reply and the lookups.
         history = engine.histories.walk(scope, messages)
@@ -127,7 +125,6 @@ class ChatMessages:
         return Request(
             messages,
             target,
-            dialect,
             facts.provider,
             facts.model,
             scope,
@@ -148,7 +145,8 @@ class ChatMessages:
         if self.delivery_starts is not None:
             items = mark_deliveries(items, self.delivery_starts) or items
         request = self.prepare(engine, facts, items)
-        target, dialect = request.target, request.dialect
+        target = request.target
+        dialect = target.dialect
         start = request.turn_start  # the budget's (only earlier turns are left out)
         return Plan(
             request.scope,
@@ -189,14 +187,14 @@ class ChatMessages:
             request.origin[0],
             request.provider,
         )
-        dialect = request.dialect
+        dialect = request.target.dialect
         other = dialect.for_records(
             stored, request.provider, request.model or "", request.origin[0]
         )
         turn_start: int | None = request.turn_start
         if other is not None:  # e.g. a third-party Anthropic API's own blocks, as it issued them
-            request.target = dataclasses.replace(request.target, dialect=other)
-            dialect = request.dialect = get_dialect(other)
+            dialect = get_dialect(other)
+            request.target = dataclasses.replace(request.target, dialect=dialect)
             turn_start = None  # the other dialect's own validity rule decides it
         history = request.history
         rendered = render(
@@ -219,7 +217,7 @@ class ChatMessages:
                 "litellm-reasoning: %s: first function calls of messages %s signed with the "
                 "signature kept in their id, of messages %s with the dummy signature (no "
                 "signature from this platform)",
-                request.target.dialect,
+                dialect.name,
                 finished.signed_from_ids,
                 finished.dummy_signed,
             )
@@ -241,12 +239,11 @@ class ChatMessages:
                 request.provider,
                 request.model,
                 anchor=request.anchor,
-                bridged=request.dialect.input_items,
+                bridged=dialect.input_items,
                 origin=request.origin[0],
                 deployment=request.origin[1],
                 continues_prefill=continues_prefill(request.messages),
             ),
-            dialect,
             BodyPatch(dialect, rendered.messages, finished.layouts)
             if dialect.patches_body or finished.layouts
             else None,
@@ -283,7 +280,7 @@ def _limit(
     rendered, limited = apply_limits(
         rendered,
         request.messages,
-        request.dialect,
+        request.target.dialect,
         request.target.policy,
         strip=request.target.strip,
         max_tokens=engine.max_reasoning_tokens,

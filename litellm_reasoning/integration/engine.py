@@ -31,6 +31,7 @@ from ..memo.refused import RefusedRecords
 from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
 from ..stores import LocalAnswer, ReasoningStore
+from ..wire import get_dialect
 from . import capture
 from .calls import CallState, Capture, RenderedFor
 from .cancellation import CancellationWatch
@@ -109,6 +110,7 @@ class Engine:
                 model_keeps_thinking=facts.model_keeps_thinking,
                 names=list(facts.names),
                 overrides=self.overrides,
+                dialect_of=get_dialect,
             )
             if key is not None:
                 self.targets.put(key, resolved)
@@ -118,7 +120,7 @@ class Engine:
         """The target, with the policy a refusal of this provider asked for in requests of
         this scope (`refusals`)."""
         if self.healed_policies:
-            key = (facts.scope, facts.provider, facts.model, target.dialect)
+            key = (facts.scope, facts.provider, facts.model, target.dialect.name)
             policy = self.healed_policies.get(key)
             if policy is not None and policy is not target.policy:
                 why = f"{target.why}; the provider refused the previous policy ({policy.value} now)"
@@ -389,7 +391,7 @@ class Engine:
         of it evicts (`conclude`), what the body patch must put back, its counts and its
         decisions summary (reporting never undoes the rendering)."""
         report = self.report
-        report.rendered(done.counts, done.target.dialect)
+        report.rendered(done.counts, done.target.dialect.name)
         report.stats["over_budget"] += done.over_budget
         with Contained(report.fail, "reporting the request's decisions"):
             state.summary = report.decide(done.summary())

@@ -18,7 +18,6 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
-from ..core.dialect import Dialect
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
@@ -72,9 +71,6 @@ class Done:
     restored: dict[str, Reasoning] | tuple[Any, Any, Any, Any]
     """What went in from the store (`Engine.conclude`)."""
     capture: Capture
-    dialect: Dialect
-    """`target`'s dialect, as the format looked it up (what follows the pipeline needs no
-    second lookup by name)."""
     body_patch: BodyPatch | None = None
     """What LiteLLM's translation of the chat body must get back (`calls.BodyPatch`), kept on
     the call's state by `Engine.record`."""

@@ -1,5 +1,5 @@
 """`responses` / `aresponses` (SDK, Router, proxy `/v1/responses`): the stored reasoning items
-go back before the items they preceded (`wire.openai_responses.input_items`)."""
+go back before the items they preceded (`wire.responses_items`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..core.decisions import summary_of
-from ..core.dialect import Dialect
 from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
 from ..core.policy import TurnPolicy
@@ -17,15 +16,7 @@ from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target, resolve_target
 from ..core.turns import current_turn_start
-from ..wire import get_dialect
-from ..wire.openai_responses import input_items
-from ..wire.openai_responses.dialect import (
-    CHAT_BRIDGE_PREFIX,
-    ask_for_encrypted_content,
-    asked_reasoning_context,
-    policy_for_context,
-    say_reasoning_context,
-)
+from ..wire import get_dialect, responses_items
 from . import kwargs as read
 from .calls import CallState, Capture
 from .flows import Flow
@@ -70,20 +61,20 @@ class ResponsesEntry:
         # table treat the native calls and the chat bridge alike.
         target = resolve_target(
             facts.provider,
-            CHAT_BRIDGE_PREFIX + model,
+            responses_items.CHAT_BRIDGE_PREFIX + model,
             facts.api_base,
             names=[model, *facts.names],
             overrides=engine.overrides,
+            dialect_of=get_dialect,
         )
-        dialect = get_dialect(target.dialect)
-        if bridged or not dialect.input_items:
+        if bridged or not target.dialect.input_items:
             return None
-        asked = asked_reasoning_context(kwargs)
-        policy = policy_for_context(target.policy, asked, target.operator_policy)
+        asked = responses_items.asked_reasoning_context(kwargs)
+        policy = responses_items.policy_for_context(target.policy, asked, target.operator_policy)
         if policy is not target.policy:
             why = f"{target.why}; the client asked for reasoning.context {asked}"
             target = dataclasses.replace(target, policy=policy, why=why)
-        return Begun(ResponsesInput(kwargs, target, dialect, asked), items)
+        return Begun(ResponsesInput(kwargs, target, asked), items)
 
     def after_pipeline(
         self,
@@ -115,10 +106,8 @@ class ResponsesInput:
     (`format_flow.ConversationFormat`): one call's, whose `kwargs` it completes (the
     encrypted content asked for, `reasoning.context`)."""
 
-    def __init__(
-        self, kwargs: dict[str, Any], target: Target, dialect: Dialect, asked: str | None
-    ) -> None:
-        self.kwargs, self.target, self.dialect, self.asked = kwargs, target, dialect, asked
+    def __init__(self, kwargs: dict[str, Any], target: Target, asked: str | None) -> None:
+        self.kwargs, self.target, self.asked = kwargs, target, asked
 
     def plan(self, engine: Engine, facts: CallFacts, items: list[Any]) -> Plan[_Planned]:
         scope, target = facts.scope, self.target
@@ -127,7 +116,7 @@ class ResponsesInput:
         start = current_turn_start(items)  # one scan, for the plan, the read and the budget
         keys = core_items.wanted(conversation, target.policy, start)
         engine.item_digests.remember(walked)
-        own = input_items.own_reasoning(items)
+        own = responses_items.own_reasoning(items)
         own_tokens = {i: engine.count_tokens(r) for i, r in own.items()}
         # A reply is filed under the state before the item it precedes (none before item 0).
         before = {i: conversation.digests[i - 1] for i in keys if i > 0}
@@ -145,7 +134,7 @@ class ResponsesInput:
                 own_tokens,
                 facts,
             ),
-            required=input_items.refused_without(items, keys),
+            required=responses_items.refused_without(items, keys),
         )
 
     def render(
@@ -176,17 +165,17 @@ class ResponsesInput:
         )
         tokens.update(unread)
         stored = {i: r for i, r in stored.items() if i not in left_out}
-        rendered = input_items.render_input(
+        rendered = responses_items.render_input(
             items,
             stored,
             store=read.request_param(kwargs, "store") is not False,
             provider=provider,
         )
         kwargs["input"] = rendered.items
-        per_item = input_items.decisions(items, rendered, keys, stored, left_out)
+        per_item = responses_items.decisions(items, rendered, keys, stored, left_out)
         if target.policy is not TurnPolicy.NONE:
-            ask_for_encrypted_content(kwargs, model, provider)
-            say_reasoning_context(
+            responses_items.ask_for_encrypted_content(kwargs, model, provider)
+            responses_items.say_reasoning_context(
                 kwargs,
                 target.policy,
                 read.reasoning_contexts_in_model_map(provider, model),
@@ -219,7 +208,6 @@ class ResponsesInput:
                 deployment=call.deployment_id,
                 continues_prefill=continues_prefill(items),
             ),
-            self.dialect,
         )
 
 
@@ -228,34 +216,34 @@ class ResponsesInput:
 
 def reply_needs_reasoning(output: list[dict[str, Any]]) -> bool:
     """Whether the next request is refused without this reply's reasoning items (its function
-    calls go back with their item ids: `input_items.calls_need_reasoning`)."""
-    return input_items.calls_need_reasoning(output)
+    calls go back with their item ids: `responses_items.calls_need_reasoning`)."""
+    return responses_items.calls_need_reasoning(output)
 
 
 def output_of_chat(message: dict[str, Any]) -> list[dict[str, Any]] | None:
     """The output items of the chat reply LiteLLM's bridge made of a Responses reply (a sync
     call rendered through the Responses hook)."""
-    return input_items.output_from_chat(message)
+    return responses_items.output_from_chat(message)
 
 
 def chat_message_of(output: list[dict[str, Any]]) -> dict[str, Any]:
     """The assistant chat message LiteLLM's bridge makes of a Responses reply's `output` (what
     a bridged chat call's capture is keyed as)."""
-    return input_items.chat_message(output)
+    return responses_items.chat_message(output)
 
 
 def reply_records(call: Capture, output: list[dict[str, Any]]) -> dict[str, Reasoning]:
     """Store key -> record of a native Responses reply's reasoning items."""
     conversation = core_items.Conversation(call.scope, [], digest=call.digest)
-    return input_items.records(conversation, output, provider=call.provider, model=call.model)
+    return responses_items.records(conversation, output, provider=call.provider, model=call.model)
 
 
 def keep_streamed_item(state: CallState, index: Any, item: dict[str, Any]) -> None:
     """A Responses stream's finished output item, kept until the stream completes."""
-    state.part(input_items.StreamedItems).keep(index, item)
+    state.part(responses_items.StreamedItems).keep(index, item)
 
 
 def streamed_output(state: CallState, output: Sequence[Any]) -> list[Any]:
     """A completed Responses stream's output, with the items it finished in their places."""
-    streamed = state.take(input_items.StreamedItems)
+    streamed = state.take(responses_items.StreamedItems)
     return streamed.over(output) if streamed is not None else list(output)

@@ -39,7 +39,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..core.spelling import boolean
-from ..wire import converse_block, get_dialect, read_raw_chunk, watch_raw_stream
+from ..wire import converse_block, read_raw_chunk, watch_raw_stream
 from .blocks_format import keep_stream_bytes
 from .calls import CallState, state_in
 from .fallback import Contained
@@ -240,7 +240,7 @@ def watch_streams() -> None:
 def _details_apart(state: CallState) -> bool:
     """Whether the call's target is one whose streamed `reasoning_details` LiteLLM drops."""
     target = state.rendered_for
-    return target is not None and get_dialect(target.dialect).streams_details_apart
+    return target is not None and target.dialect.streams_details_apart
 
 
 def _feeding_details(parse: Callable[[Any, dict[str, Any]], Any]) -> Any:

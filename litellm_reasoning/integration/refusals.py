@@ -92,7 +92,7 @@ def heal(
     if evicted:
         engine.refused.add(capture.scope, evicted)
     if healed.policy is not None:
-        key = (capture.scope, target.provider, target.model, target.dialect)
+        key = (capture.scope, target.provider, target.model, target.dialect.name)
         engine.healed_policies.put(key, healed.policy)
     if isinstance(state.reported, dict):
         state.reported["refused"] = {

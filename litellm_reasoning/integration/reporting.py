@@ -100,7 +100,9 @@ class Reporter:
         self.stats["uncached_prompt_tokens"] += cache.uncached
         target = state.rendered_for
         tokens = cache.as_dict()
-        metrics.record_prompt_cache(target.dialect if target is not None else "unknown", tokens)
+        metrics.record_prompt_cache(
+            target.dialect.name if target is not None else "unknown", tokens
+        )
         summary = state.reported if isinstance(state.reported, dict) else state.summary
         if isinstance(summary, dict):
             summary["prompt_cache"] = tokens
@@ -132,8 +134,8 @@ class Reporter:
         self.stats["refusals_healed"] += 1
         if evicted:
             self.stats["refused_records"] += evicted
-        metrics.record_refusal(target.dialect, refusal.value)
-        if not self.first_this_minute(f"refusal:{target.dialect}:{refusal.value}"):
+        metrics.record_refusal(target.dialect.name, refusal.value)
+        if not self.first_this_minute(f"refusal:{target.dialect.name}:{refusal.value}"):
             return
         if policy is not None:
             logger.warning(

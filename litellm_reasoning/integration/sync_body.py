@@ -97,7 +97,7 @@ def render_before_build(
         fallback: list[Any] = sent["messages"]
         return fallback
     params = optional_params if isinstance(optional_params, dict) else {}
-    return settle(engine, state, done.dialect, done.items, [details, params], params)
+    return settle(engine, state, done.target.dialect, done.items, [details, params], params)
 
 
 def render_details(
@@ -178,7 +178,7 @@ def _render_messages(engine: Engine, body: dict[str, Any], messages: Any, kwargs
     state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True
     done = render_details(engine, kwargs, messages, state)
-    rendered, dialect = done.counts, done.dialect
+    rendered, dialect = done.counts, done.target.dialect
     if dialect.keeps_block_order:
         restored = state.restored, state.restored_source
         state.forget_restored()
@@ -216,7 +216,7 @@ def _render_gemini(
     state = start_attempt(kwargs, engine, engine.pending)
     state.sent = True  # a next `log_pre_api_call` of this call is another attempt
     done = render_details(engine, kwargs, messages, state)
-    rendered, dialect = done.counts, done.dialect
+    rendered, dialect = done.counts, done.target.dialect
     if not dialect.body_is_contents or "cachedContent" in body:
         return  # nothing to change (`turn` never reaches a Gemini body)
     contents = _gemini_contents(rendered.messages, str(model or ""), kwargs, dialect, body)

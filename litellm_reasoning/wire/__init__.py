@@ -19,6 +19,13 @@ from ..core.dialect import REASONING_KEYS, Dialect, strip_reasoning
 from ..core.model_table import DIALECT_NAMES
 from ..core.reasoning import Reasoning
 from ._base import BaseAdapter, BaseDialect, CallParts, ReplyRead
+from .anthropic import messages as messages_blocks
+from .openai_responses import input_items as responses_items
+
+# The two entry points whose request format is a provider API's own reach that family's pure
+# format work here, like everything else of a family: `/v1/messages` (the Anthropic Messages
+# API's blocks, SSE and usage: `messages_blocks`) and `responses` (the Responses API's input
+# items and `reasoning.context`: `responses_items`).
 
 for _module in pkgutil.walk_packages(__path__, __name__ + "."):
     importlib.import_module(_module.name)
@@ -145,7 +152,9 @@ __all__ = [
     "dialect_names",
     "get_dialect",
     "issued_by_endpoint",
+    "messages_blocks",
     "read_raw_chunk",
+    "responses_items",
     "retried_by_litellm",
     "strip_reasoning",
     "watch_raw_stream",

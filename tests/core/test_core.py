@@ -345,14 +345,22 @@ class TestTargets:
     def test_default_dialects(
         self, provider: str, model: str, api_base: str | None, dialect: str
     ) -> None:
-        assert resolve_target(provider, model, api_base).dialect == dialect
+        assert (
+            resolve_target(provider, model, api_base, dialect_of=get_dialect).dialect.name
+            == dialect
+        )
 
     def test_deepseek_with_tools_keeps_all_turns(self) -> None:
         assert (
-            resolve_target("deepseek", "deepseek-chat", None, has_tools=True).policy
+            resolve_target(
+                "deepseek", "deepseek-chat", None, has_tools=True, dialect_of=get_dialect
+            ).policy
             is TurnPolicy.ALL_TURNS
         )
-        assert resolve_target("deepseek", "deepseek-chat", None).policy is TurnPolicy.CURRENT_TURN
+        assert (
+            resolve_target("deepseek", "deepseek-chat", None, dialect_of=get_dialect).policy
+            is TurnPolicy.CURRENT_TURN
+        )
 
 
 class TestMemoryStore:

@@ -85,7 +85,9 @@ class Notes:
             else:
                 out[i] = {**out[i], "reasoning": record.text}
                 restored.append(i)
-        target = resolve_target(FACTS.provider, FACTS.model, None, has_tools=True)
+        target = resolve_target(
+            FACTS.provider, FACTS.model, None, has_tools=True, dialect_of=get_dialect
+        )
 
         def summary() -> dict[str, Any]:
             if self.failing_summary:
@@ -102,7 +104,6 @@ class Notes:
             summary,
             {plan.keys[i]: found[plan.keys[i]] for i in restored},
             Capture(plan.scope, "digest-of-all", FACTS.provider, FACTS.model),
-            get_dialect(target.dialect),
         )
 
 

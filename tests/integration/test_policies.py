@@ -319,8 +319,8 @@ API_BASE_CASES = [
 def test_rows_for_an_endpoint(
     provider: str, model: str, api_base: str | None, tools: bool, dialect: str, policy: str
 ) -> None:
-    target = resolve_target(provider, model, api_base, has_tools=tools)
-    assert (target.dialect, target.policy.value) == (dialect, policy)
+    target = resolve_target(provider, model, api_base, has_tools=tools, dialect_of=get_dialect)
+    assert (target.dialect.name, target.policy.value) == (dialect, policy)
 
 
 def _table_api_base(provider: str) -> str | None:
@@ -347,9 +347,14 @@ def test_each_row_gives_the_rule(
     provider: str, model: str, tools: bool, managed: bool, dialect: str, policy: str, strip: str
 ) -> None:
     target = resolve_target(
-        provider, model, _table_api_base(provider), has_tools=tools, preserved_thinking=managed
+        provider,
+        model,
+        _table_api_base(provider),
+        has_tools=tools,
+        preserved_thinking=managed,
+        dialect_of=get_dialect,
     )
-    assert (target.dialect, target.policy.value, target.strip) == (dialect, policy, strip)
+    assert (target.dialect.name, target.policy.value, target.strip) == (dialect, policy, strip)
 
 
 def test_every_row_has_a_case() -> None:
@@ -371,8 +376,8 @@ def test_every_row_cites_its_source() -> None:
 
 
 def test_unknown_models_get_the_default() -> None:
-    target = resolve_target("some_new_provider", "model-x", None)
-    assert (target.dialect, target.policy, target.strip) == (
+    target = resolve_target("some_new_provider", "model-x", None, dialect_of=get_dialect)
+    assert (target.dialect.name, target.policy, target.strip) == (
         "passthrough",
         TurnPolicy.CURRENT_TURN,
         "any",
@@ -762,13 +767,23 @@ def test_override_in_proxy_config_one_line(monkeypatch: pytest.MonkeyPatch) -> N
     assert cb.max_reasoning_tokens == 4000
     names = ["anthropic/claude-opus-4-6"]
     target = resolve_target(
-        "anthropic", "claude-opus-4-6", None, names=names, overrides=cb.overrides
+        "anthropic",
+        "claude-opus-4-6",
+        None,
+        names=names,
+        overrides=cb.overrides,
+        dialect_of=get_dialect,
     )
     assert target.policy is TurnPolicy.CURRENT_TURN
     assert target.strip == "any"
     # The override changes the policy, never a bound model's strip rule.
     bound = resolve_target(
-        "anthropic", "claude-fable-5-1", None, names=["x"], overrides=cb.overrides
+        "anthropic",
+        "claude-fable-5-1",
+        None,
+        names=["x"],
+        overrides=cb.overrides,
+        dialect_of=get_dialect,
     )
     assert bound.strip == "leading_run"
     with pytest.raises(ValueError):
@@ -1114,5 +1129,5 @@ def test_litellms_model_map_says_which_claude_keeps_its_thinking() -> None:
         }
     )
     assert policy(unknown) == "all_turns"
-    zai = resolve_target("zai", "glm-5", None, model_keeps_thinking=True)
+    zai = resolve_target("zai", "glm-5", None, model_keeps_thinking=True, dialect_of=get_dialect)
     assert zai.policy is TurnPolicy.CURRENT_TURN

@@ -246,8 +246,8 @@ class TestDialect:
     def test_model_table(
         self, provider: str, model: str, dialect: str, policy: str, signed_calls: bool
     ) -> None:
-        target = resolve_target(provider, model, None)
-        assert (target.dialect, target.policy.value) == (dialect, policy)
+        target = resolve_target(provider, model, None, dialect_of=get_dialect)
+        assert (target.dialect.name, target.policy.value) == (dialect, policy)
         assert requires_signed_calls(model) is signed_calls
 
 

@@ -139,8 +139,8 @@ def test_openrouter_takes_no_reasoning_from_other_providers() -> None:
 
 def test_openrouter_rows_follow_the_upstream_model() -> None:
     def target(model: str, tools: bool = False) -> tuple[str, TurnPolicy]:
-        t = resolve_target("openrouter", model, None, has_tools=tools)
-        return t.dialect, t.policy
+        t = resolve_target("openrouter", model, None, has_tools=tools, dialect_of=get_dialect)
+        return t.dialect.name, t.policy
 
     assert target("anthropic/claude-sonnet-4.5") == (
         "openrouter_anthropic",
@@ -200,9 +200,12 @@ def test_ollama_wire_patch_writes_thinking() -> None:
 
 
 def test_ollama_generate_and_chat_rows() -> None:
-    assert resolve_target("ollama", "qwen3", None).dialect == "no_reasoning"
-    chat = resolve_target("ollama_chat", "qwen3", None)
-    assert (chat.dialect, chat.policy) == ("ollama_chat", TurnPolicy.CURRENT_TURN)
+    assert (
+        resolve_target("ollama", "qwen3", None, dialect_of=get_dialect).dialect.name
+        == "no_reasoning"
+    )
+    chat = resolve_target("ollama_chat", "qwen3", None, dialect_of=get_dialect)
+    assert (chat.dialect.name, chat.policy) == ("ollama_chat", TurnPolicy.CURRENT_TURN)
     history = [
         {"role": "user", "content": "a"},
         {"role": "assistant", "content": "b", "reasoning_content": "old"},

@@ -136,10 +136,13 @@ def test_include_is_merged_not_replaced() -> None:
 
 
 def test_bridge_target_and_policy() -> None:
-    target = resolve_target("openai", "responses/gpt-5", None)
-    assert (target.dialect, target.policy) == ("openai_responses", TurnPolicy.ALL_TURNS)
+    target = resolve_target("openai", "responses/gpt-5", None, dialect_of=get_dialect)
+    assert (target.dialect.name, target.policy) == ("openai_responses", TurnPolicy.ALL_TURNS)
     # plain OpenAI chat still takes no reasoning back
-    assert resolve_target("openai", "gpt-5", None).dialect == "no_reasoning"
+    assert (
+        resolve_target("openai", "gpt-5", None, dialect_of=get_dialect).dialect.name
+        == "no_reasoning"
+    )
 
 
 OPENAI_RECORD = Reasoning(

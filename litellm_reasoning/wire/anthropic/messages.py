@@ -21,10 +21,13 @@ from .dialect import (
     apply_layout,
     block_identity,
     issued_blocks,
+    issued_unsigned,
     layout_of_blocks,
     same_blocks,
     thinking_blocks,
 )
+
+__all__ = ["issued_unsigned"]  # what the `/v1/messages` entry point uses beside this module's own
 
 
 @dataclass(slots=True)

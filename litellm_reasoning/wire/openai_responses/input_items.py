@@ -21,7 +21,24 @@ from ...core.formats.items import (
 )
 from ...core.reasoning import Reasoning, ReasoningPart
 from ...core.turns import without_turn
-from .dialect import encrypted_parts, issued_here, reasoning_input_items
+from .dialect import (
+    CHAT_BRIDGE_PREFIX,
+    ask_for_encrypted_content,
+    asked_reasoning_context,
+    encrypted_parts,
+    issued_here,
+    policy_for_context,
+    reasoning_input_items,
+    say_reasoning_context,
+)
+
+__all__ = [  # what the Responses entry point uses, beside this module's own functions
+    "CHAT_BRIDGE_PREFIX",
+    "ask_for_encrypted_content",
+    "asked_reasoning_context",
+    "policy_for_context",
+    "say_reasoning_context",
+]
 
 
 @dataclass(slots=True)
