@@ -1,0 +1,181 @@
+"""Every provider family's conformance cases in process: dict in, dict out.
+
+The cases of `conformance/*.json` run through the callback's own hooks with the dicts LiteLLM
+hands them (the deployment hook's kwargs, a reply as LiteLLM's `ModelResponse`), with no server
+and no LiteLLM request: each reply is captured, the client drops (or keeps) its reasoning, and
+the messages the hook hands LiteLLM for the next request are compared with the case's `expect`.
+What LiteLLM's translation then does to them (and every call shape: sync, streamed, Router,
+proxy) is `test_conformance.py`'s end-to-end matrix; this module is the fast per-family check,
+run once.
+
+Chat-shaped families (`openai_chat` and its variants, Mistral, OpenRouter) are compared as the
+conformance runner compares the wire. Claude's cases name the Anthropic wire; the hook hands
+LiteLLM chat messages, so each assistant message's `thinking_blocks` is compared with the
+thinking blocks of the expected wire message (where they stand among its content is laid out
+after LiteLLM's translation: end to end only). Gemini's cases start from Gemini's own reply
+parts, which only LiteLLM's response translation turns into chat messages: end to end only.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from types import SimpleNamespace
+from typing import Any
+
+import litellm
+import pytest
+from conftest import register
+from paths import REPO
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.cli import conformance_wires as wires
+from litellm_reasoning.cli.conformance import DEFAULT_MODEL, Case, compare, load_cases
+from litellm_reasoning.core.targets import resolve_target
+from litellm_reasoning.wire import get_dialect
+
+pytestmark = pytest.mark.once  # see the marker in pyproject.toml
+
+API_BASE = "http://127.0.0.1:9/v1"
+"""A local deployment's address (as the end-to-end runner's servers): nothing is sent to it."""
+
+THINKING = ("thinking", "redacted_thinking")
+
+
+def _family(case: Case) -> str:
+    """The dialect the case's target resolves to (its provider family's)."""
+    raw = case.raw
+    provider, model = str(raw.get("model") or DEFAULT_MODEL).split("/", 1)
+    overrides = ReasoningCallback(dialects=raw.get("dialects"), policies=raw.get("policies"))
+    target = resolve_target(
+        provider,
+        model,
+        API_BASE,
+        has_tools=bool(raw.get("tools")),
+        overrides=overrides.overrides,
+        dialect_of=get_dialect,
+    )
+    return target.dialect.name
+
+
+CASES = [c for c in load_cases([REPO / "conformance"]) if c.raw.get("wire") != "gemini"]
+RUNS = [
+    pytest.param(case, client, id=f"{_family(case)}-{case.name}-{client}")
+    for case in CASES
+    for client in case.raw.get("clients") or ("drops", "keeps")
+]
+
+
+def _kwargs(model: str, messages: list[Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """What LiteLLM hands `async_pre_call_deployment_hook` for an `acompletion`."""
+    kwargs: dict[str, Any] = {
+        "model": model,
+        "api_base": API_BASE,
+        "api_key": "k",
+        "litellm_call_id": str(uuid.uuid4()),
+        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
+        "messages": messages,
+        **(raw.get("params") or {}),
+    }
+    if raw.get("tools"):
+        kwargs["tools"] = raw["tools"]
+    return kwargs
+
+
+def _reply(message: dict[str, Any], anthropic: bool) -> dict[str, Any]:
+    """The assistant message LiteLLM makes of the case's reply: `reasoning_content` for a chat
+    API; for Claude, its thinking blocks beside the text and tool calls, as LiteLLM's Anthropic
+    translation gives them."""
+    if not anthropic:
+        return dict(wires.reply_for(message).message)
+    blocks = wires.anthropic_reply_for(message).content
+    thinking = [b for b in blocks if b.get("type") in THINKING]
+    text = "".join(b.get("text", "") for b in blocks if b.get("type") == "text")
+    reply: dict[str, Any] = {"role": "assistant", "content": text or None}
+    if thinking:
+        reply["thinking_blocks"] = thinking
+        reply["reasoning_content"] = "".join(b.get("thinking", "") for b in thinking)
+    if message.get("tool_calls"):
+        reply["tool_calls"] = message["tool_calls"]
+    return reply
+
+
+async def _sent(case: Case, client: str) -> list[Any]:
+    """The messages the hook hands LiteLLM for the case's last request."""
+    raw = case.raw
+    model = str(raw.get("model") or DEFAULT_MODEL)
+    anthropic = raw.get("wire") == "anthropic"
+    callback = register(
+        ReasoningCallback(
+            dialects=raw.get("dialects"),
+            policies=raw.get("policies"),
+            max_reasoning_tokens=raw.get("max_reasoning_tokens"),
+        )
+    )
+    history: list[dict[str, Any]] = []
+    for message in raw["messages"]:
+        if client == "drops" and message.get("role") == "assistant":
+            kwargs = _kwargs(model, list(history), raw)
+            await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
+            response = litellm.ModelResponse(
+                choices=[
+                    {"index": 0, "finish_reason": "stop", "message": _reply(message, anthropic)}
+                ],
+                model=model.split("/", 1)[1],
+            )
+            details = kwargs["litellm_logging_obj"].model_call_details
+            await callback.async_log_success_event(details, response, time.time(), time.time())
+        history.append(wires.client_message(message, keeps=client == "keeps"))
+    assert callback.open_captures == 0  # every reply captured
+    kwargs = _kwargs(model, history, raw)
+    out = await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
+    # No reply follows: the call ends as a failed one would, closing its capture.
+    callback.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
+    litellm.logging_callback_manager._reset_all_callbacks()
+    return list((out or kwargs)["messages"])
+
+
+def _thinking_by_assistant_message(messages: list[Any], *, wire: bool) -> list[list[Any]]:
+    """Each assistant message's thinking blocks, in order: from the Anthropic wire's content,
+    or from a chat message's `thinking_blocks`."""
+    out = []
+    for message in messages:
+        if message.get("role") != "assistant":
+            continue
+        blocks = message.get("content") if wire else message.get("thinking_blocks")
+        out.append([b for b in blocks or () if isinstance(b, dict) and b.get("type") in THINKING])
+    return out
+
+
+@pytest.mark.parametrize(("case", "client"), RUNS)
+async def test_case_in_process(case: Case, client: str) -> None:
+    sent = await _sent(case, client)
+    assert not any("turn" in m for m in sent if isinstance(m, dict))
+    if case.raw.get("wire") == "anthropic":
+        expected = _thinking_by_assistant_message(case.raw["expect"], wire=True)
+        assert _thinking_by_assistant_message(sent, wire=False) == expected
+    else:
+        assert compare(sent, case.raw["expect"]) == ""
+
+
+def test_every_family_with_a_case_runs_here() -> None:
+    """The chat-shaped families and Claude's, each with cases (a case file that stops naming a
+    family, or a family whose cases stop running here, fails this)."""
+    families = {_family(case) for case in CASES}
+    assert families >= {
+        "anthropic",
+        "mistral",
+        "no_reasoning",
+        "openai_chat",
+        "openai_chat_reasoning",
+        "openai_chat_required",
+        "openrouter_anthropic",
+    }
+
+
+def test_a_dropped_capture_fails_the_comparison() -> None:
+    """The comparison sees a missing restore: the seed's tool loop with nothing captured
+    sends its tool-call messages without reasoning."""
+    (seed,) = [c for c in CASES if c.name == "seed-reasoning#3"]
+    history = [wires.client_message(m, keeps=False) for m in seed.raw["messages"]]
+    assert "reasoning_content=None" in compare(history, seed.raw["expect"])
