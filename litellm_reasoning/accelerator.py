@@ -55,6 +55,8 @@ class Native(Protocol):
 
     def digests(self, datas: list[bytes], digest_size: int, person: bytes, /) -> list[bytes]: ...
 
+    def copy(self, values: list[object], /) -> list[object] | None: ...
+
 
 def load() -> Native | None:
     """The accelerator, configured with the names `identity.read` looks for; None without it."""

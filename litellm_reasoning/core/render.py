@@ -67,11 +67,6 @@ def assistant_indices(messages: Sequence[Any]) -> list[int]:
     ]
 
 
-def _accepted(dialect: Dialect, reasoning: Reasoning) -> bool:
-    """Dialects for signed reasoning (Claude) say which records their target can take back."""
-    return dialect.accepts(reasoning)
-
-
 def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
     """The turn rule's start, moved back where the target's own validity rule requires more
     (Claude's open tool loop). A provider rule only ever adds to the current turn."""
@@ -368,13 +363,14 @@ def _decide(
             own is None or (dialect.prefers_opaque and not any(p.is_opaque for p in own.parts))
         )
         reasoning = from_store if use_store else own
-        if reasoning is not None and not reasoning.is_empty and not _accepted(dialect, reasoning):
-            outcome = _DROPPED
-            reasoning = None
-        elif reasoning is not None and not reasoning.is_empty:
-            outcome = _RESTORED if use_store else _KEPT
-        elif reasoning is None:
+        if reasoning is None:
             outcome = _MISSING
+        elif not reasoning.is_empty:
+            if dialect.accepts(reasoning):
+                outcome = _RESTORED if use_store else _KEPT
+            else:
+                outcome = _DROPPED
+                reasoning = None
     elif own is not None and not own.is_empty:
         outcome = _STRIPPED
     fields = dialect.plain_fields(reasoning) if own is None else None

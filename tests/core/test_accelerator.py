@@ -70,6 +70,70 @@ def test_record_digests_are_hashlibs() -> None:
         assert accelerator.NATIVE.digests(datas, 16, person) == expected
 
 
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+def _same_shape(a: Any, b: Any) -> bool:
+    """Equal, and of the same types all the way down (`True == 1` would hide a changed type)."""
+    if type(a) is not type(b):
+        return False
+    if type(a) is list:
+        return len(a) == len(b) and all(map(_same_shape, a, b))
+    if type(a) is dict:
+        return list(a) == list(b) and all(map(_same_shape, a.values(), b.values()))
+    return bool(a == b)
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.dictionaries(st.text(), JSON_VALUES, max_size=5), max_size=6))
+def test_copy_is_the_marshal_round_trip(messages: list[Any]) -> None:
+    """The prefix cache's private copies: what `marshal` would give back, in the same key
+    order, with new containers (the next request cannot change them) and shared leaves."""
+    assert accelerator.NATIVE is not None
+    import marshal
+
+    copied = accelerator.NATIVE.copy(messages)
+    assert copied is not None
+    assert _same_shape(copied, marshal.loads(marshal.dumps(messages)))
+    containers = []
+    stack: list[Any] = [(copied, messages)]
+    while stack:
+        made, original = stack.pop()
+        if type(original) in (list, dict):
+            containers.append((made, original))
+            pairs = (
+                zip(made, original, strict=True)
+                if type(original) is list
+                else zip(made.values(), original.values(), strict=True)
+            )
+            stack.extend(pairs)
+    assert all(made is not original for made, original in containers)
+
+
+@needs_native
+def test_copy_refuses_what_is_not_plain_data() -> None:
+    """None (the caller's `marshal` round trip decides) for anything but dicts, lists and
+    immutable leaves: a tuple, a set, a subclass, a non-leaf key, or nesting past 200."""
+    assert accelerator.NATIVE is not None
+
+    class Sub(dict):  # type: ignore[type-arg]
+        pass
+
+    deep: list[Any] = []
+    for _ in range(250):
+        deep = [deep]
+    for value in ((1, 2), {1, 2}, Sub(), {(1,): 2}, deep, object()):
+        assert accelerator.NATIVE.copy([{"content": value}]) is None, value
+    assert accelerator.NATIVE.copy([{1: b"x", "a": [None, True, 1.5]}]) == [
+        {1: b"x", "a": [None, True, 1.5]}
+    ]
+
+
 def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Everything a cold walk of `messages` records, and every message's key (or the
     exception both paths must raise alike)."""
