@@ -1,4 +1,5 @@
-"""Every provider family's conformance cases in process: dict in, dict out.
+"""Every provider family in process, dict in and dict out: the conformance cases, and the
+recorded Responses tool loops.
 
 The cases of `conformance/*.json` run through the callback's own hooks with the dicts LiteLLM
 hands them (the deployment hook's kwargs, a reply as LiteLLM's `ModelResponse`), with no server
@@ -14,10 +15,15 @@ LiteLLM chat messages, so each assistant message's `thinking_blocks` is compared
 thinking blocks of the expected wire message (where they stand among its content is laid out
 after LiteLLM's translation: end to end only). Gemini's cases start from Gemini's own reply
 parts, which only LiteLLM's response translation turns into chat messages: end to end only.
+
+The Responses family (`openai_responses`) has no conformance JSON: its recorded tool loops run
+here the same way, through the `responses` entry point (each reply as LiteLLM's
+`ResponsesAPIResponse` of the recorded JSON), against what the recorded client sent.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from types import SimpleNamespace
@@ -27,6 +33,8 @@ import litellm
 import pytest
 from conftest import register
 from paths import REPO
+from test_responses_cassettes import ALL as RESPONSES_RECORDINGS
+from test_responses_cassettes import _load, dropping_input, expected_input, recorded_output, script
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.cli import conformance_wires as wires
@@ -179,3 +187,42 @@ def test_a_dropped_capture_fails_the_comparison() -> None:
     (seed,) = [c for c in CASES if c.name == "seed-reasoning#3"]
     history = [wires.client_message(m, keeps=False) for m in seed.raw["messages"]]
     assert "reasoning_content=None" in compare(history, seed.raw["expect"])
+
+
+def _responses_kwargs(name: str, k: int, items: list[Any]) -> dict[str, Any]:
+    """What LiteLLM hands the deployment hook for request `k` of a recorded `aresponses` loop."""
+    body = script(name)["requests"][k]["body"]
+    kwargs = {key: v for key, v in body.items() if key not in ("model", "input", "stream")}
+    kwargs.update(
+        model=f"openai/{body['model']}",
+        input=items,
+        api_key="k",
+        litellm_call_id=str(uuid.uuid4()),
+        litellm_logging_obj=SimpleNamespace(model_call_details={}),
+    )
+    return kwargs
+
+
+@pytest.mark.parametrize("name", RESPONSES_RECORDINGS)
+async def test_responses_recording_in_process(name: str) -> None:
+    """The recorded reply's reasoning items go back before the items they preceded, byte for
+    byte, for a client that dropped them: the input equals what the recorded client sent."""
+    callback = register(ReasoningCallback())
+    first = _responses_kwargs(name, 0, script(name)["requests"][0]["body"]["input"])
+    await callback.async_pre_call_deployment_hook(first, "aresponses")
+    recorded = _load(name)["interactions"][0]["response"]["body"]["string"]
+    reply = json.loads(recorded) if recorded.lstrip().startswith("{") else {}
+    reply.setdefault("id", "resp_recorded")
+    reply.setdefault("created_at", 0)
+    reply.setdefault("model", script(name)["requests"][0]["body"]["model"])
+    # A stream's items as its `response.output_item.done` events carried them.
+    reply.update(object="response", status="completed", output=recorded_output(name, 0))
+    details = first["litellm_logging_obj"].model_call_details
+    response = litellm.ResponsesAPIResponse(**reply)
+    await callback.async_log_success_event(details, response, time.time(), time.time())
+    assert callback.open_captures == 0
+    second = _responses_kwargs(name, 1, dropping_input(name, 1))
+    out = await callback.async_pre_call_deployment_hook(second, "aresponses")
+    callback.log_failure_event(second["litellm_logging_obj"].model_call_details, None, None, None)
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert (out or second)["input"] == expected_input(name, 1, rs_ids=True)
