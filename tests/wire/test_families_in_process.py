@@ -10,7 +10,8 @@ proxy) is `test_conformance.py`'s end-to-end matrix; this module is the fast per
 run once.
 
 Chat-shaped families (`openai_chat` and its variants, Mistral, OpenRouter) are compared as the
-conformance runner compares the wire. Claude's cases name the Anthropic wire; the hook hands
+conformance runner compares the wire. Claude's cases name the Anthropic wire (and run again
+with the model on Bedrock and Vertex AI); the hook hands
 LiteLLM chat messages, so each assistant message's `thinking_blocks` is compared with the
 thinking blocks of the expected wire message (where they stand among its content is laid out
 after LiteLLM's translation: end to end only). Gemini's cases start from Gemini's own reply
@@ -23,6 +24,7 @@ here the same way, through the `responses` entry point (each reply as LiteLLM's
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 import uuid
@@ -66,7 +68,18 @@ def _family(case: Case) -> str:
     return target.dialect.name
 
 
+CLOUDS = ("bedrock/us.anthropic.", "vertex_ai/")
+"""Claude's cases run again with the model on Bedrock and on Vertex AI (their own dialects:
+signatures of their own platform)."""
+
+
+def _on(case: Case, prefix: str) -> Case:
+    model = prefix + str(case.raw["model"]).split("/", 1)[1]
+    return dataclasses.replace(case, raw={**case.raw, "model": model})
+
+
 CASES = [c for c in load_cases([REPO / "conformance"]) if c.raw.get("wire") != "gemini"]
+CASES += [_on(c, cloud) for c in CASES if c.raw.get("wire") == "anthropic" for cloud in CLOUDS]
 RUNS = [
     pytest.param(case, client, id=f"{_family(case)}-{case.name}-{client}")
     for case in CASES
@@ -167,11 +180,14 @@ async def test_case_in_process(case: Case, client: str) -> None:
 
 
 def test_every_family_with_a_case_runs_here() -> None:
-    """The chat-shaped families and Claude's, each with cases (a case file that stops naming a
-    family, or a family whose cases stop running here, fails this)."""
+    """The chat-shaped families and Claude's (Anthropic, Bedrock, Vertex), each with cases (a
+    case file that stops naming a family, or a family whose cases stop running here, fails
+    this)."""
     families = {_family(case) for case in CASES}
     assert families >= {
         "anthropic",
+        "anthropic_bedrock",
+        "anthropic_vertex",
         "mistral",
         "no_reasoning",
         "openai_chat",
