@@ -29,6 +29,7 @@ from common import (
 )
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.accelerator import NATIVE
 from litellm_reasoning.core.identity import has_tool_call_ids
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.memo.prefix_cache import PrefixCache
@@ -375,16 +376,25 @@ def run(
         "these records before, as after its first request of the conversation). Process CPU "
         "time, medians; the arms interleaved."
     )
+    # The cold goals depend on the path measured: 2.5x for pure Python, 1.0x with the
+    # accelerator (`LITELLM_REASONING_PURE_PYTHON=1` measures the pure path).
+    path, cold_goal = ("accelerated", 1.0) if NATIVE is not None else ("pure Python", 2.5)
+    section.note(f"path measured: {path} (cold goal <= {cold_goal}x)")
     section.summary.append(
-        ("rewrite / json.dumps, worst size", fmt_ratio(worst), "<= 0.5x", verdict(worst <= 0.5))
+        (
+            f"rewrite / json.dumps, worst size ({path})",
+            fmt_ratio(worst),
+            "<= 0.5x",
+            verdict(worst <= 0.5),
+        )
     )
     if redis_cb is not None:
         section.summary.append(
             (
-                "rewrite / json.dumps, cold, Redis store, worst size",
+                f"rewrite / json.dumps, cold, Redis store, worst size ({path})",
                 fmt_ratio(worst_redis),
-                "<= 2.5x",
-                verdict(worst_redis <= 2.5),
+                f"<= {cold_goal}x",
+                verdict(worst_redis <= cold_goal),
             )
         )
     section.summary.append(
@@ -392,10 +402,10 @@ def run(
     )
     section.summary.append(
         (
-            "rewrite / json.dumps, cold (nothing remembered), worst size",
+            f"rewrite / json.dumps, cold (nothing remembered), worst size ({path})",
             fmt_ratio(worst_cold),
-            "<= 2.5x (pure Python; 1.0x needs native code)",
-            verdict(worst_cold <= 2.5),
+            f"<= {cold_goal}x (pure Python 2.5x; with the accelerator 1.0x)",
+            verdict(worst_cold <= cold_goal),
         )
     )
     largest = max(sizes)

@@ -230,7 +230,7 @@ def _copy_all(messages: Sequence[Any], start: int) -> tuple[list[Any] | None, in
     """Private copies of `messages[start:]` in one `marshal` round trip (a third of the cost
     of one per message), and their marshalled size. (None, 0) when one of them is not plain
     data: copied one by one then (`_copy`). The accelerator copies the containers and shares
-    the immutable leaves instead of parsing the bytes back (a fifth of the round trip's cost);
+    the immutable leaves instead of parsing the bytes back (a fifth of what parsing cost);
     the bytes are still written, for the size and to refuse what is not plain data."""
     tail = messages[start:]
     if type(tail) is not list or set(map(type, tail)) - {dict}:
