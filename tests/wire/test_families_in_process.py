@@ -19,7 +19,9 @@ parts, which only LiteLLM's response translation turns into chat messages: end t
 
 The Responses family (`openai_responses`) has no conformance JSON: its recorded tool loops run
 here the same way, through the `responses` entry point (each reply as LiteLLM's
-`ResponsesAPIResponse` of the recorded JSON), against what the recorded client sent.
+`ResponsesAPIResponse` of the recorded JSON), against what the recorded client sent. So does
+Claude's recorded tool loop through `/v1/messages` (`anthropic_messages`: the Anthropic body
+in, the API's JSON reply through the deployment's success hook, as LiteLLM hands it).
 """
 
 from __future__ import annotations
@@ -242,3 +244,51 @@ async def test_responses_recording_in_process(name: str) -> None:
     callback.log_failure_event(second["litellm_logging_obj"].model_call_details, None, None, None)
     litellm.logging_callback_manager._reset_all_callbacks()
     assert (out or second)["input"] == expected_input(name, 1, rs_ids=True)
+
+
+def _recorded_exchanges(name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """A recording's (request body, reply JSON) pairs, in order."""
+    import yaml
+
+    data = yaml.safe_load((REPO / "cassettes" / f"{name}.yaml").read_text(encoding="utf-8"))
+    out = []
+    for interaction in data["interactions"]:
+        body = interaction["request"]["body"]
+        body = json.loads(body) if isinstance(body, str) else body
+        out.append((body, json.loads(interaction["response"]["body"]["string"])))
+    return out
+
+
+def _without_thinking(messages: list[Any]) -> list[Any]:
+    """Anthropic-format messages as a client that drops thinking blocks sends them back."""
+    return [
+        {**m, "content": [b for b in m["content"] if b.get("type") not in THINKING]}
+        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+        else m
+        for m in messages
+    ]
+
+
+async def test_messages_recording_in_process() -> None:
+    """Claude's recorded tool loop through `/v1/messages`: the signed thinking block the client
+    dropped goes back first in its message, byte for byte (the request equals what the recorded
+    client sent)."""
+    callback = register(ReasoningCallback())
+    sent = []
+    for step, (body, reply) in enumerate(_recorded_exchanges("anthropic_tool_loop")):
+        kwargs = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
+        kwargs.update(
+            model=f"anthropic/{body['model']}",
+            messages=body["messages"] if step == 0 else _without_thinking(body["messages"]),
+            api_key="k",
+            litellm_call_id=str(uuid.uuid4()),
+            litellm_logging_obj=SimpleNamespace(model_call_details={}),
+        )
+        out = await callback.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
+        sent.append(((out or kwargs)["messages"], body["messages"]))
+        await callback.async_post_call_success_deployment_hook(kwargs, reply, "anthropic_messages")
+    litellm.logging_callback_manager._reset_all_callbacks()
+    assert callback.open_captures == 0
+    assert len(sent) == 2
+    assert all(got == recorded for got, recorded in sent)
+    assert callback.stats["restored"] == 1
