@@ -51,17 +51,6 @@ DialectOf = Callable[[str], Dialect]
 never imports the families, so the layer above hands the lookup in."""
 
 
-@dataclass(frozen=True, slots=True)
-class _Choice:
-    """A target while it is being resolved: its dialect still a name."""
-
-    dialect: str
-    policy: TurnPolicy
-    why: str
-    strip: StripRule = "any"
-    operator_policy: bool = False
-
-
 def resolve_target(
     provider: str | None,
     model: str,
@@ -90,9 +79,10 @@ def resolve_target(
         has_tools,
         preserved_thinking,
         model_keeps_thinking,
+        dialect_of,
     )
-    if template_keeps_thinking and target.dialect in TEMPLATE_DIALECTS:
-        target = _Choice(
+    if template_keeps_thinking and target.dialect.name in TEMPLATE_DIALECTS:
+        target = Target(
             target.dialect,
             TurnPolicy.ALL_TURNS,
             f"{target.why}; the request's chat template keeps earlier thinking "
@@ -102,16 +92,14 @@ def resolve_target(
     candidates = [model, *names]
     for override in overrides:
         if any(fnmatch.fnmatchcase(name, override.pattern) for name in candidates if name):
-            target = _Choice(
-                dialect=override.dialect or target.dialect,
+            target = Target(
+                dialect=dialect_of(override.dialect) if override.dialect else target.dialect,
                 policy=override.policy or target.policy,
                 why=f"override {override.pattern!r}",
                 strip=target.strip,
                 operator_policy=target.operator_policy or override.policy is not None,
             )
-    return Target(
-        dialect_of(target.dialect), target.policy, target.why, target.strip, target.operator_policy
-    )
+    return target
 
 
 def _default_target(
@@ -120,12 +108,15 @@ def _default_target(
     api_base: str | None,
     has_tools: bool,
     preserved_thinking: bool,
-    model_keeps_thinking: bool = False,
-) -> _Choice:
+    model_keeps_thinking: bool,
+    dialect_of: DialectOf,
+) -> Target:
     rule = next((r for r in PROVIDER_RULES if r.applies_to(provider, model, api_base)), None)
     if rule is None:
-        return _Choice(
-            "passthrough", TurnPolicy.CURRENT_TURN, f"no rules for {provider or '?'}/{model}"
+        return Target(
+            dialect_of("passthrough"),
+            TurnPolicy.CURRENT_TURN,
+            f"no rules for {provider or '?'}/{model}",
         )
     policy, dialect = rule.policy, rule.dialect
     if has_tools:
@@ -142,7 +133,7 @@ def _default_target(
     ):
         policy = rule.policy_with_preserved_thinking
         why = f"{why}; LiteLLM's model map: this model keeps earlier thinking in its context"
-    return _Choice(dialect, policy, why, rule.strip)
+    return Target(dialect_of(dialect), policy, why, rule.strip)
 
 
 def parse_overrides(raw: Mapping[str, str] | None, *, kind: str) -> list[Override]:

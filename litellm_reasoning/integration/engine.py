@@ -93,16 +93,11 @@ class Engine:
 
     def target(self, facts: CallFacts) -> Target:
         """The target of a chat call, resolved once per deployment and request shape."""
-        key: tuple[Any, ...] | None = (*facts.target_key, *self.overrides)
-        try:
-            resolved = self.targets.get(key)
-        except TypeError:  # an unhashable input: resolved every time
-            resolved, key = None, None
-        if resolved is None:
-            provider, model = facts.provider, facts.model
-            resolved = resolve_target(
-                provider,
-                model,
+        resolved = self.remembered_target(
+            (*facts.target_key, *self.overrides),
+            lambda: resolve_target(
+                facts.provider,
+                facts.model,
                 facts.api_base,
                 has_tools=facts.has_tools,
                 preserved_thinking=facts.preserved_thinking,
@@ -111,10 +106,21 @@ class Engine:
                 names=list(facts.names),
                 overrides=self.overrides,
                 dialect_of=get_dialect,
-            )
-            if key is not None:
-                self.targets.put(key, resolved)
+            ),
+        )
         return self.healed(resolved, facts)
+
+    def remembered_target(self, key: tuple[Any, ...], resolve: Callable[[], Target]) -> Target:
+        """`resolve()`, worked out once per `key` (everything it is resolved from, the
+        operator's overrides included)."""
+        try:
+            resolved: Target | None = self.targets.get(key)
+        except TypeError:  # an unhashable input: resolved every time
+            return resolve()
+        if resolved is None:
+            resolved = resolve()
+            self.targets.put(key, resolved)
+        return resolved
 
     def healed(self, target: Target, facts: CallFacts) -> Target:
         """The target, with the policy a refusal of this provider asked for in requests of

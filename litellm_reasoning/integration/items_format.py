@@ -59,13 +59,18 @@ class ResponsesEntry:
         model = facts.model
         # Resolved as the `responses/<model>` model of its provider, so overrides and the
         # table treat the native calls and the chat bridge alike.
-        target = resolve_target(
-            facts.provider,
-            responses_items.CHAT_BRIDGE_PREFIX + model,
-            facts.api_base,
-            names=[model, *facts.names],
-            overrides=engine.overrides,
-            dialect_of=get_dialect,
+        routed = responses_items.CHAT_BRIDGE_PREFIX + model
+        names = (model, *facts.names)
+        target = engine.remembered_target(
+            ("responses", routed, facts.provider, facts.api_base, names, *engine.overrides),
+            lambda: resolve_target(
+                facts.provider,
+                routed,
+                facts.api_base,
+                names=names,
+                overrides=engine.overrides,
+                dialect_of=get_dialect,
+            ),
         )
         if bridged or not target.dialect.input_items:
             return None

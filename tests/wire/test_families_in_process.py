@@ -43,6 +43,7 @@ from test_responses_cassettes import _load, dropping_input, expected_input, reco
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.cli import conformance_wires as wires
 from litellm_reasoning.cli.conformance import DEFAULT_MODEL, Case, compare, load_cases
+from litellm_reasoning.core.formats.blocks import without_reasoning_blocks
 from litellm_reasoning.core.targets import resolve_target
 from litellm_reasoning.wire import get_dialect
 
@@ -89,20 +90,38 @@ RUNS = [
 ]
 
 
-def _kwargs(model: str, messages: list[Any], raw: dict[str, Any]) -> dict[str, Any]:
-    """What LiteLLM hands `async_pre_call_deployment_hook` for an `acompletion`."""
-    kwargs: dict[str, Any] = {
-        "model": model,
-        "api_base": API_BASE,
-        "api_key": "k",
-        "litellm_call_id": str(uuid.uuid4()),
-        "litellm_logging_obj": SimpleNamespace(model_call_details={}),
-        "messages": messages,
-        **(raw.get("params") or {}),
-    }
-    if raw.get("tools"):
-        kwargs["tools"] = raw["tools"]
+def _hook_kwargs(model: str, params: dict[str, Any], **request: Any) -> dict[str, Any]:
+    """What LiteLLM hands `async_pre_call_deployment_hook`: the request's `params` (less what
+    the call names itself) and `request` fields, the deployment's model and key, the call's id
+    and its logging object (where the callback keeps the call's state)."""
+    kwargs = {k: v for k, v in params.items() if k not in ("model", "stream", *request)}
+    kwargs.update(
+        request,
+        model=model,
+        api_key="k",
+        litellm_call_id=str(uuid.uuid4()),
+        litellm_logging_obj=SimpleNamespace(model_call_details={}),
+    )
     return kwargs
+
+
+def _details(kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The call's logging details (what LiteLLM hands the success and failure events)."""
+    details: dict[str, Any] = kwargs["litellm_logging_obj"].model_call_details
+    return details
+
+
+def _no_reply(callback: ReasoningCallback, kwargs: dict[str, Any]) -> None:
+    """No reply follows: the call ends as a failed one would, closing its capture."""
+    callback.log_failure_event(_details(kwargs), None, None, None)
+
+
+def _chat_kwargs(model: str, messages: list[Any], raw: dict[str, Any]) -> dict[str, Any]:
+    """The hook's kwargs for an `acompletion` of a conformance case."""
+    tools = {"tools": raw["tools"]} if raw.get("tools") else {}
+    return _hook_kwargs(
+        model, raw.get("params") or {}, api_base=API_BASE, messages=messages, **tools
+    )
 
 
 def _reply(message: dict[str, Any], anthropic: bool) -> dict[str, Any]:
@@ -138,7 +157,7 @@ async def _sent(case: Case, client: str) -> list[Any]:
     history: list[dict[str, Any]] = []
     for message in raw["messages"]:
         if client == "drops" and message.get("role") == "assistant":
-            kwargs = _kwargs(model, list(history), raw)
+            kwargs = _chat_kwargs(model, list(history), raw)
             await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
             response = litellm.ModelResponse(
                 choices=[
@@ -146,14 +165,14 @@ async def _sent(case: Case, client: str) -> list[Any]:
                 ],
                 model=model.split("/", 1)[1],
             )
-            details = kwargs["litellm_logging_obj"].model_call_details
-            await callback.async_log_success_event(details, response, time.time(), time.time())
+            await callback.async_log_success_event(
+                _details(kwargs), response, time.time(), time.time()
+            )
         history.append(wires.client_message(message, keeps=client == "keeps"))
     assert callback.open_captures == 0  # every reply captured
-    kwargs = _kwargs(model, history, raw)
+    kwargs = _chat_kwargs(model, history, raw)
     out = await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
-    # No reply follows: the call ends as a failed one would, closing its capture.
-    callback.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
+    _no_reply(callback, kwargs)
     litellm.logging_callback_manager._reset_all_callbacks()
     return list((out or kwargs)["messages"])
 
@@ -208,17 +227,9 @@ def test_a_dropped_capture_fails_the_comparison() -> None:
 
 
 def _responses_kwargs(name: str, k: int, items: list[Any]) -> dict[str, Any]:
-    """What LiteLLM hands the deployment hook for request `k` of a recorded `aresponses` loop."""
+    """The hook's kwargs for request `k` of a recorded `aresponses` loop."""
     body = script(name)["requests"][k]["body"]
-    kwargs = {key: v for key, v in body.items() if key not in ("model", "input", "stream")}
-    kwargs.update(
-        model=f"openai/{body['model']}",
-        input=items,
-        api_key="k",
-        litellm_call_id=str(uuid.uuid4()),
-        litellm_logging_obj=SimpleNamespace(model_call_details={}),
-    )
-    return kwargs
+    return _hook_kwargs(f"openai/{body['model']}", body, input=items)
 
 
 @pytest.mark.parametrize("name", RESPONSES_RECORDINGS)
@@ -235,24 +246,20 @@ async def test_responses_recording_in_process(name: str) -> None:
     reply.setdefault("model", script(name)["requests"][0]["body"]["model"])
     # A stream's items as its `response.output_item.done` events carried them.
     reply.update(object="response", status="completed", output=recorded_output(name, 0))
-    details = first["litellm_logging_obj"].model_call_details
     response = litellm.ResponsesAPIResponse(**reply)
-    await callback.async_log_success_event(details, response, time.time(), time.time())
+    await callback.async_log_success_event(_details(first), response, time.time(), time.time())
     assert callback.open_captures == 0
     second = _responses_kwargs(name, 1, dropping_input(name, 1))
     out = await callback.async_pre_call_deployment_hook(second, "aresponses")
-    callback.log_failure_event(second["litellm_logging_obj"].model_call_details, None, None, None)
+    _no_reply(callback, second)
     litellm.logging_callback_manager._reset_all_callbacks()
     assert (out or second)["input"] == expected_input(name, 1, rs_ids=True)
 
 
 def _recorded_exchanges(name: str) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     """A recording's (request body, reply JSON) pairs, in order."""
-    import yaml
-
-    data = yaml.safe_load((REPO / "cassettes" / f"{name}.yaml").read_text(encoding="utf-8"))
     out = []
-    for interaction in data["interactions"]:
+    for interaction in _load(name)["interactions"]:
         body = interaction["request"]["body"]
         body = json.loads(body) if isinstance(body, str) else body
         out.append((body, json.loads(interaction["response"]["body"]["string"])))
@@ -261,12 +268,7 @@ def _recorded_exchanges(name: str) -> list[tuple[dict[str, Any], dict[str, Any]]
 
 def _without_thinking(messages: list[Any]) -> list[Any]:
     """Anthropic-format messages as a client that drops thinking blocks sends them back."""
-    return [
-        {**m, "content": [b for b in m["content"] if b.get("type") not in THINKING]}
-        if m.get("role") == "assistant" and isinstance(m.get("content"), list)
-        else m
-        for m in messages
-    ]
+    return [without_reasoning_blocks(m) if m.get("role") == "assistant" else m for m in messages]
 
 
 async def test_messages_recording_in_process() -> None:
@@ -276,14 +278,8 @@ async def test_messages_recording_in_process() -> None:
     callback = register(ReasoningCallback())
     sent = []
     for step, (body, reply) in enumerate(_recorded_exchanges("anthropic_tool_loop")):
-        kwargs = {k: v for k, v in body.items() if k not in ("model", "messages", "stream")}
-        kwargs.update(
-            model=f"anthropic/{body['model']}",
-            messages=body["messages"] if step == 0 else _without_thinking(body["messages"]),
-            api_key="k",
-            litellm_call_id=str(uuid.uuid4()),
-            litellm_logging_obj=SimpleNamespace(model_call_details={}),
-        )
+        messages = body["messages"] if step == 0 else _without_thinking(body["messages"])
+        kwargs = _hook_kwargs(f"anthropic/{body['model']}", body, messages=messages)
         out = await callback.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
         sent.append(((out or kwargs)["messages"], body["messages"]))
         await callback.async_post_call_success_deployment_hook(kwargs, reply, "anthropic_messages")

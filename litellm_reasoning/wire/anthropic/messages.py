@@ -21,13 +21,14 @@ from .dialect import (
     apply_layout,
     block_identity,
     issued_blocks,
-    issued_unsigned,
     layout_of_blocks,
     same_blocks,
     thinking_blocks,
 )
 
-__all__ = ["issued_unsigned"]  # what the `/v1/messages` entry point uses beside this module's own
+# Re-exported for the `/v1/messages` entry point, which reaches this family only here
+# (`wire.messages_blocks`): which records a third-party Anthropic API issued unsigned.
+from .dialect import issued_unsigned as issued_unsigned
 
 
 @dataclass(slots=True)

@@ -21,24 +21,15 @@ from ...core.formats.items import (
 )
 from ...core.reasoning import Reasoning, ReasoningPart
 from ...core.turns import without_turn
-from .dialect import (
-    CHAT_BRIDGE_PREFIX,
-    ask_for_encrypted_content,
-    asked_reasoning_context,
-    encrypted_parts,
-    issued_here,
-    policy_for_context,
-    reasoning_input_items,
-    say_reasoning_context,
-)
 
-__all__ = [  # what the Responses entry point uses, beside this module's own functions
-    "CHAT_BRIDGE_PREFIX",
-    "ask_for_encrypted_content",
-    "asked_reasoning_context",
-    "policy_for_context",
-    "say_reasoning_context",
-]
+# The `name as name` imports are re-exported for the Responses entry point, which reaches this
+# family only here (`wire.responses_items`): the model route and the parameters it sets.
+from .dialect import CHAT_BRIDGE_PREFIX as CHAT_BRIDGE_PREFIX
+from .dialect import ask_for_encrypted_content as ask_for_encrypted_content
+from .dialect import asked_reasoning_context as asked_reasoning_context
+from .dialect import encrypted_parts, issued_here, reasoning_input_items
+from .dialect import policy_for_context as policy_for_context
+from .dialect import say_reasoning_context as say_reasoning_context
 
 
 @dataclass(slots=True)
