@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from .core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
 from .core.identity import EXTRAS_KEY
@@ -56,6 +56,8 @@ class Native(Protocol):
     def digests(self, datas: list[bytes], digest_size: int, person: bytes, /) -> list[bytes]: ...
 
     def copy(self, values: list[object], /) -> list[object] | None: ...
+
+    def untrack(self, objects: list[Any], /) -> None: ...
 
 
 def load() -> Native | None:

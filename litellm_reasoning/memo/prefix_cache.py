@@ -552,6 +552,10 @@ class PrefixCache:
             return
         history._remembered = True
         history.messages = ()  # the caller's dicts are not kept alive
+        if NATIVE is not None:
+            # Long-lived and in no cycle (a recipe refers only to records and fresh values):
+            # off the garbage collector's lists, as the copies are (`_accel.copy`).
+            NATIVE.untrack(history.recipes)
         digests = history.digests
         with self._lock:
             kept = []

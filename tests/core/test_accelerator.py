@@ -8,21 +8,27 @@ is built, and `scripts/test.sh` runs one LiteLLM line without it)."""
 from __future__ import annotations
 
 import copy
+import gc
 import hashlib
 import os
 import subprocess
 import sys
+import weakref
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_identity_canonical import message as any_message
+from test_prefix_cache import render_walked
 
 from litellm_reasoning import accelerator
 from litellm_reasoning.core import identity
+from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.memo import prefix_cache
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache
+from litellm_reasoning.wire import get_dialect
 
 pytestmark = pytest.mark.once
 needs_native = pytest.mark.skipif(
@@ -113,6 +119,8 @@ def test_copy_is_the_marshal_round_trip(messages: list[Any]) -> None:
             )
             stack.extend(pairs)
     assert all(made is not original for made, original in containers)
+    # a tree over immutable leaves: nothing for the garbage collector to look at
+    assert not any(gc.is_tracked(made) for made, _ in containers)
 
 
 @needs_native
@@ -240,3 +248,58 @@ def test_a_continued_conversation_walks_the_same(messages: list[Any], more: list
             return history.reused, history.digests, history.shapes, history.owns, keys
 
     assert run(True) == run(False)
+
+
+@needs_native
+def test_untracked_objects_are_still_freed() -> None:
+    """`untrack` takes objects off the garbage collector's lists (None skipped); reference
+    counting still frees them."""
+    assert accelerator.NATIVE is not None
+
+    class Node:
+        pass
+
+    nodes: list[object] = [Node(), None, Node()]
+    assert gc.is_tracked(nodes[0])
+    accelerator.NATIVE.untrack(nodes)
+    assert not any(gc.is_tracked(node) for node in nodes)
+    first = weakref.ref(nodes[0])
+    nodes.clear()
+    assert first() is None
+
+
+def _containers(value: Any) -> list[Any]:
+    """Every dict and list in `value`, itself included."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if type(item) in (dict, list):
+            found.append(item)
+            stack.extend(item.values() if type(item) is dict else item)
+    return found
+
+
+@needs_native
+def test_what_the_memo_keeps_is_off_the_garbage_collectors_lists() -> None:
+    """A remembered history's private copies and render recipes live long and hold no cycle:
+    the garbage collector does not track them (thousands per history, each collection of a
+    process as large as LiteLLM's proxy walked them all, and more often)."""
+    messages: list[Any] = [{"role": "user", "content": "go"}]
+    for i in range(20):
+        call = {"id": f"call_{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        messages += [
+            {"role": "assistant", "content": "", "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"call_{i}", "content": str(i)},
+        ]
+    cache = PrefixCache()
+    history = cache.walk(SCOPE, messages)
+    stored = {i: Reasoning.from_text(f"think {i}") for i in history.assistant}
+    render_walked(
+        history, messages, get_dialect("openai_chat_required"), TurnPolicy.ALL_TURNS, stored
+    )
+    cache.remember(history)
+    copies = [c for copy in history.copies for c in _containers(copy)]
+    recipes = [recipe for recipe in history.recipes if recipe is not None]
+    assert len(copies) > len(messages) and len(recipes) == 20
+    assert not any(map(gc.is_tracked, copies))
+    assert not any(map(gc.is_tracked, recipes))

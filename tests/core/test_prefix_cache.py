@@ -222,7 +222,22 @@ def _check(
     assert all(carries_nothing(messages[i]) for i, bare in enumerate(history.bare) if bare)
     dialect, policy = get_dialect(target[0]), target[1]
     plain = render(messages, dialect, policy, stored)
-    memo = render(
+    memo = render_walked(history, messages, dialect, policy, stored)
+    assert _dump(memo) == _dump(plain)
+    assert messages == before  # never mutated
+    return history
+
+
+def render_walked(
+    history: History,
+    messages: list[Any],
+    dialect: Any,
+    policy: TurnPolicy,
+    stored: dict[int, Reasoning],
+) -> Rendered:
+    """`render` as the engine runs it on a walked history: with what the walk noted and the
+    history's recipes (read, and filled in)."""
+    return render(
         messages,
         dialect,
         policy,
@@ -233,9 +248,6 @@ def _check(
         recipes=history.recipes,
         bare=history.bare,
     )
-    assert _dump(memo) == _dump(plain)
-    assert messages == before  # never mutated
-    return history
 
 
 targets = st.tuples(st.sampled_from(dialect_names()), st.sampled_from(list(TurnPolicy)))
@@ -447,17 +459,7 @@ def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
 
     def remembered(cache: PrefixCache) -> PrefixCache:
         history = cache.walk(SCOPE, messages)
-        dialect = get_dialect("openai_chat")
-        render(
-            messages,
-            dialect,
-            TurnPolicy.ALL_TURNS,
-            stored,
-            history.owns,
-            assistant=history.assistant,
-            flagged=history.flagged,
-            recipes=history.recipes,
-        )
+        render_walked(history, messages, get_dialect("openai_chat"), TurnPolicy.ALL_TURNS, stored)
         cache.remember(history)
         return cache
 
