@@ -52,6 +52,8 @@ from litellm.types.utils import LlmProviders
 from litellm.utils import ProviderConfigManager
 from paths import REPO
 from provider_recordings import REASONING_FIELDS, Cassette, client_view
+from test_minimax import CALL, DETAILS, SPLIT, TOOLS
+from test_minimax import MODEL as MINIMAX
 from test_responses_cassettes import ALL as RESPONSES_RECORDINGS
 from test_responses_cassettes import _load, dropping_input, expected_input, recorded_output, script
 
@@ -71,20 +73,26 @@ API_BASE = "http://127.0.0.1:9/v1"
 THINKING = ("thinking", "redacted_thinking")
 
 
-def _family(case: Case) -> str:
-    """The dialect the case's target resolves to (its provider family's)."""
-    raw = case.raw
-    provider, model = str(raw.get("model") or DEFAULT_MODEL).split("/", 1)
-    overrides = ReasoningCallback(dialects=raw.get("dialects"), policies=raw.get("policies"))
+def _family_of(model: str, params: dict[str, Any], overrides: Any = ()) -> str:
+    """The dialect a call of `model` (provider/name) with `params` resolves to (its provider
+    family's), under the operator's `overrides`."""
+    provider, name = model.split("/", 1)
     target = resolve_target(
         provider,
-        model,
+        name,
         API_BASE,
-        has_tools=bool(raw.get("tools")),
-        overrides=overrides.overrides,
+        has_tools=bool(params.get("tools")),
+        overrides=overrides,
         dialect_of=get_dialect,
     )
     return target.dialect.name
+
+
+def _family(case: Case) -> str:
+    """The dialect a conformance case's target resolves to, under its own overrides."""
+    raw = case.raw
+    overrides = ReasoningCallback(dialects=raw.get("dialects"), policies=raw.get("policies"))
+    return _family_of(str(raw.get("model") or DEFAULT_MODEL), raw, overrides.overrides)
 
 
 CLOUDS = ("bedrock/us.anthropic.", "vertex_ai/")
@@ -356,10 +364,19 @@ async def _translated_turn(
 
 
 GEMINI_CASES = [c for c in load_cases([REPO / "conformance"]) if c.raw.get("wire") == "gemini"]
+GEMINI_PLATFORMS = ("gemini/", "vertex_ai/")
+"""Gemini's cases run on the Gemini API and again on Vertex AI (each its own dialect)."""
+
+
+def _on_gemini(case: Case, prefix: str) -> str:
+    """The case's model on the platform `prefix` names."""
+    return prefix + str(case.raw["model"]).split("/", 1)[1]
+
+
 GEMINI_RUNS = [
     pytest.param(case, prefix, client, id=f"{prefix.rstrip('/')}-{case.name}-{client}")
     for case in GEMINI_CASES
-    for prefix in ("gemini/", "vertex_ai/")
+    for prefix in GEMINI_PLATFORMS
     for client in case.raw.get("clients") or ("drops", "keeps")
 ]
 
@@ -369,7 +386,7 @@ async def test_gemini_case_in_process(case: Case, prefix: str, client: str) -> N
     """Gemini's cases (the API's and Vertex AI's dialect): each reply's parts through LiteLLM's
     Gemini translation, the last request's `contents` compared with `expect`."""
     raw = case.raw
-    model = prefix + str(raw["model"]).split("/", 1)[1]
+    model = _on_gemini(case, prefix)
     params = {**(raw.get("params") or {}), **({"tools": raw["tools"]} if raw.get("tools") else {})}
     callback = register(ReasoningCallback())
     history: list[dict[str, Any]] = []
@@ -436,64 +453,34 @@ async def test_recording_in_process(name: str, client: str) -> None:
         assert callback.stats["restored"] == 1
 
 
-def _family_of(model: str, params: dict[str, Any]) -> str:
-    provider, name = model.split("/", 1)
-    has_tools = bool(params.get("tools"))
-    target = resolve_target(
-        provider, name, API_BASE, has_tools=has_tools, overrides=(), dialect_of=get_dialect
-    )
-    return target.dialect.name
-
-
-MINIMAX_DETAILS = [
-    {
-        "type": "reasoning.text",
-        "id": "reasoning-text-1",
-        "format": "MiniMax-response-v1",
-        "index": 0,
-        "text": "I should call f first.",
-    }
-]
-"""MiniMax's `reasoning_split` detail (its documented shape, as `test_minimax.py`)."""
-
-
 async def test_minimax_in_process() -> None:
     """MiniMax with `reasoning_split`: the reply's `reasoning_details` (LiteLLM's MiniMax
     translation keeps them in `provider_specific_fields`) go back unmodified on the tool-call
     message, for the tool's result and again after a new question, though the client dropped
     them."""
-    model = "minimax/MiniMax-M2.5"
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-    params = {"tools": tools, "reasoning_split": True}
-    assert _family_of(model, params) == "minimax"
-    call = {"id": "call_mm_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-    message = {"role": "assistant", "content": "", "reasoning_details": MINIMAX_DETAILS}
-    reply = {
-        "id": "mm-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "MiniMax-M2.5",
-        "choices": [
-            {
-                "index": 0,
-                "message": {**message, "tool_calls": [call]},
-                "finish_reason": "tool_calls",
-            }
-        ],
+    model = f"minimax/{MINIMAX}"
+    assert _family_of(model, SPLIT) == "minimax"
+    message = {
+        "role": "assistant",
+        "content": "",
+        "reasoning_details": DETAILS,
+        "tool_calls": [CALL],
     }
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    reply = {"id": "mm-1", "object": "chat.completion", "model": MINIMAX, "choices": [choice]}
     callback = register(ReasoningCallback())
     history: list[Any] = [{"role": "user", "content": "Use f."}]
-    await _translated_turn(callback, model, list(history), params, json.dumps(reply))
+    await _translated_turn(callback, model, list(history), SPLIT, json.dumps(reply))
     history += [
-        {"role": "assistant", "content": "", "tool_calls": [call]},  # details dropped
-        {"role": "tool", "tool_call_id": call["id"], "content": "42"},
+        {"role": "assistant", "content": "", "tool_calls": [CALL]},  # details dropped
+        {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
     ]
-    tool_result, _ = await _translated_turn(callback, model, list(history), params, None)
+    tool_result, _ = await _translated_turn(callback, model, list(history), SPLIT, None)
     history += [{"role": "assistant", "content": "Done."}, {"role": "user", "content": "And?"}]
-    new_turn, _ = await _translated_turn(callback, model, list(history), params, None)
+    new_turn, _ = await _translated_turn(callback, model, list(history), SPLIT, None)
     litellm.logging_callback_manager._reset_all_callbacks()
-    assert tool_result[1]["reasoning_details"] == MINIMAX_DETAILS
-    assert new_turn[1]["reasoning_details"] == MINIMAX_DETAILS
+    assert tool_result[1]["reasoning_details"] == DETAILS
+    assert new_turn[1]["reasoning_details"] == DETAILS
     assert callback.stats["restored"] == 2
 
 
@@ -502,18 +489,17 @@ async def test_passthrough_in_process(client: str) -> None:
     """A provider this package has no rules for (`together_ai/`): its assistant messages go
     exactly as the client sent them, reasoning or none; only `turn` is removed."""
     model = "together_ai/Qwen/Qwen3-235B-A22B-Thinking"
-    tools = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
-    assert _family_of(model, {"tools": tools}) == "passthrough"
-    call = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    tools = {"tools": TOOLS}
+    assert _family_of(model, tools) == "passthrough"
     reply = {
         "role": "assistant",
         "content": "",
         "reasoning_content": "Call f.",
-        "tool_calls": [call],
+        "tool_calls": [CALL],
     }
     callback = register(ReasoningCallback())
     history: list[Any] = [{"role": "user", "content": "Use f."}]
-    kwargs = _hook_kwargs(model, {"tools": tools}, api_base=API_BASE, messages=list(history))
+    kwargs = _hook_kwargs(model, tools, api_base=API_BASE, messages=list(history))
     await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
     response = litellm.ModelResponse(
         choices=[{"index": 0, "finish_reason": "tool_calls", "message": reply}], model="q"
@@ -524,11 +510,11 @@ async def test_passthrough_in_process(client: str) -> None:
     )
     history += [
         kept,
-        {"role": "tool", "tool_call_id": "call_1", "content": "42"},
+        {"role": "tool", "tool_call_id": CALL["id"], "content": "42"},
         {"role": "user", "content": "(a note)", "turn": False},
     ]
     expected = [*copy.deepcopy(history[:-1]), {"role": "user", "content": "(a note)"}]
-    kwargs = _hook_kwargs(model, {"tools": tools}, api_base=API_BASE, messages=history)
+    kwargs = _hook_kwargs(model, tools, api_base=API_BASE, messages=history)
     out = await callback.async_pre_call_deployment_hook(kwargs, "acompletion")
     _no_reply(callback, kwargs)
     litellm.logging_callback_manager._reset_all_callbacks()
@@ -540,7 +526,12 @@ def test_every_family_runs_here_but_those_named() -> None:
     """Every dialect of the registry runs in process here but three, named with why (a family
     that stops running here, or a new one without an in-process test, fails this)."""
     families = {_family(case) for case in CASES}
-    families |= {"gemini", "gemini_vertex", "minimax", "passthrough", "openai_responses"}
+    families |= {
+        _family_of(_on_gemini(c, p), c.raw) for c in GEMINI_CASES for p in GEMINI_PLATFORMS
+    }
+    # MiniMax's and passthrough's tests assert their family; the Responses recordings' entry
+    # point has the one Responses dialect
+    families |= {"minimax", "passthrough", "openai_responses"}
     families |= set(RECORDINGS.values())
     end_to_end_only = {
         # Its records come only from a stream (the recording is one), which LiteLLM's stream
