@@ -230,28 +230,30 @@ def _copy_all(messages: Sequence[Any], start: int) -> tuple[list[Any] | None, in
     """Private copies of `messages[start:]` in one `marshal` round trip (a third of the cost
     of one per message), and their marshalled size. (None, 0) when one of them is not plain
     data: copied one by one then (`_copy`). The accelerator copies the containers and shares
-    the immutable leaves instead of parsing the bytes back (a fifth of what parsing cost);
-    the bytes are still written, for the size and to refuse what is not plain data."""
+    the immutable leaves instead (a fifth of what parsing cost); it refuses more than
+    `marshal` does, so what it copies is plain data and no bytes are written: the size is
+    then -1 (`_spread_sizes` takes the canonical bytes for it, within a tenth of marshal's)."""
     tail = messages[start:]
     if type(tail) is not list or set(map(type, tail)) - {dict}:
         return None, 0
+    copies: list[Any] | None = NATIVE.copy(tail) if NATIVE is not None else None
+    if copies is not None:
+        return copies, -1
     try:
         data = marshal.dumps(tail)
     except (ValueError, RecursionError):
         return None, 0
-    copies: list[Any] | None = NATIVE.copy(tail) if NATIVE is not None else None
-    if copies is None:
-        copies = marshal.loads(data)
-    return copies, len(data)
+    return marshal.loads(data), len(data)
 
 
 def _spread_sizes(sizes: list[int], shapes: list[bytes], start: int, marshalled: int) -> None:
     """Cumulative size estimates of the messages from `start` on, copied in one batch of
-    `marshalled` bytes: the batch spread over them by their canonical bytes (the estimate
-    bounds memory; its total is exact)."""
+    `marshalled` bytes (-1: not known, taken as their canonical bytes): the batch spread over
+    them by their canonical bytes (the estimate bounds memory)."""
     total = sizes[-1] if sizes else 0
     lengths = list(map(len, shapes[start:]))
-    weight = 1 + marshalled / max(1, sum(lengths))  # its canonical bytes + its copy's share
+    # its canonical bytes + its copy's share
+    weight = 2.0 if marshalled < 0 else 1 + marshalled / max(1, sum(lengths))
     # total + int(cumulative * weight) + count * _OVERHEAD, count from 1, in C iterators
     weighted = map(int, map(operator.mul, accumulate(lengths), repeat(weight)))
     overheads = range(total + _OVERHEAD, total + _OVERHEAD * (len(lengths) + 1), _OVERHEAD)

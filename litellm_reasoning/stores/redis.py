@@ -178,27 +178,57 @@ return sizes
 
 _CHUNK = 500
 
-_GET = """
--- KEYS: record keys in the order asked; ARGV[1]: the bytes this reply may hold.
--- Returns one value per key read, in order ('' for a missing key, or one that is not a string),
--- stopping after the key that makes the reply reach the budget: the caller asks for the rest.
+_READ = """
+-- ARGV[1]: the bytes this reply may hold. `read` puts one value per key read in `values`, in
+-- order ('' for a missing key, or one that is not a string), and says when the reply reached
+-- the budget: the script stops after that key and the caller asks for the rest.
 local budget = tonumber(ARGV[1])
 local used = 0
 local values = {}
-for i = 1, #KEYS do
-  local value = redis.pcall('GET', KEYS[i])
+local function read(i, name)
+  local value = redis.pcall('GET', name)
   if type(value) == 'string' then
     values[i] = value
     used = used + #value
   else
     values[i] = ''
   end
-  if used >= budget then
+  return used >= budget
+end
+"""
+
+_GET = (
+    _READ
+    + """
+-- KEYS: record keys in the order asked.
+for i = 1, #KEYS do
+  if read(i, KEYS[i]) then
     return values
   end
 end
 return values
 """
+)
+
+_GET_JOINED = (
+    _READ
+    + """
+-- `_GET` of one scope's records named in one argument (the client's cost of a read is mostly
+-- redis-py's handling of each argument, in Python). KEYS[1]: the scope's index, whose hash
+-- slot is every record's (a cluster sends the call where they are); ARGV[2]: what every
+-- record key of the scope starts with; ARGV[3]: the rest of each record key, each followed by
+-- a newline, in the order asked.
+local lead = ARGV[2]
+local i = 0
+for key in string.gmatch(ARGV[3], '([^\\n]*)\\n') do
+  i = i + 1
+  if read(i, lead .. key) then
+    return values
+  end
+end
+return values
+"""
+)
 
 DEFAULT_READ_BYTES = 1024 * 1024
 """What one read round trip brings at most, beyond the record that reaches it."""
@@ -304,10 +334,11 @@ class RedisStore(ReasoningStore):
         # documented by the commands, so the clients are typed loosely.
         self._sync: Any = self._client(parsed, timeout)
         self._patient: Any = None
-        """(client, put script, read script) for required reads and writes (`required_timeout`),
-        made on first use."""
+        """(client, put script, read script, joined read script) for required reads and
+        writes (`required_timeout`), made on first use."""
         self._sync_put = self._sync.register_script(_PUT)
         self._sync_get = self._sync.register_script(_GET)
+        self._sync_joined = self._sync.register_script(_GET_JOINED)
         self._sync_sizes = self._sync.register_script(_SIZES)
         self._pool: ThreadPoolExecutor | None = None
         self._pool_pid = 0
@@ -358,7 +389,7 @@ class RedisStore(ReasoningStore):
             **options,
         )
 
-    def _patient_client(self) -> tuple[Any, Any, Any]:
+    def _patient_client(self) -> tuple[Any, Any, Any, Any]:
         if self._patient is None:
             with self._pool_lock:
                 if self._patient is None:
@@ -367,6 +398,7 @@ class RedisStore(ReasoningStore):
                         client,
                         client.register_script(_PUT),
                         client.register_script(_GET),
+                        client.register_script(_GET_JOINED),
                     )
         return self._patient  # type: ignore[no-any-return]
 
@@ -440,19 +472,32 @@ class RedisStore(ReasoningStore):
     # ------------------------------------------------------------------ contract
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        names = self._names(scope, keys)
-        return self._found(scope, keys, self._read(self._sync_get, names)) if names else {}
+        if not keys:
+            return {}
+        return self._found(scope, keys, self._read(self._sync_get, self._sync_joined, scope, keys))
 
     def get_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        names = self._names(scope, keys)
-        read = self._patient_client()[2]
-        return self._found(scope, keys, self._read(read, names)) if names else {}
+        if not keys:
+            return {}
+        _, _, read, read_joined = self._patient_client()
+        return self._found(scope, keys, self._read(read, read_joined, scope, keys))
 
-    def _read(self, script: Any, names: list[str]) -> list[Any]:
-        """The values of `names` in order (None: missing), `read_bytes` per round trip."""
+    def _read(self, script: Any, joined: Any, scope: str, keys: Sequence[str]) -> list[Any]:
+        """The values of `keys` in order (None: missing), `read_bytes` per round trip: by
+        `joined` (`_GET_JOINED`), or by `script` (`_GET`) when a key holds a newline."""
+        sid = scope_id(scope)
+        lead = self._record_key(sid, "")
+        names = "\n".join(keys) + "\n"
+        by_name = names.count("\n") != len(keys)
         values: list[Any] = []
-        while len(values) < len(names):
-            batch = script(keys=names[len(values) :], args=[self.read_bytes])
+        while len(values) < len(keys):
+            rest = keys[len(values) :]
+            if by_name:
+                batch = script(keys=list(map(lead.__add__, rest)), args=[self.read_bytes])
+            else:
+                if values:
+                    names = "\n".join(rest) + "\n"
+                batch = joined(keys=[self._index(sid)], args=[self.read_bytes, lead, names])
             if not batch:  # a script that read nothing: never loop on it
                 raise redis.ResponseError("the read script returned no value")
             values += [value or None for value in batch]
@@ -489,7 +534,7 @@ class RedisStore(ReasoningStore):
 
     def put_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if call := self._put_args(scope, records):
-            client, script, _ = self._patient_client()
+            client, script, _, _ = self._patient_client()
             self._write(client, script, call)
 
     def _write(self, client: Any, script: Any, call: dict[str, Any]) -> None:

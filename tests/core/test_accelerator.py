@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import gc
 import hashlib
+import itertools
 import os
 import subprocess
 import sys
@@ -143,8 +144,9 @@ def test_copy_refuses_what_is_not_plain_data() -> None:
 
 
 def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """Everything a cold walk of `messages` records, and every message's key (or the
-    exception both paths must raise alike)."""
+    """Everything a cold walk of `messages` records but the memo's size estimates (see
+    `test_a_real_conversation_walks_the_same`), and every message's key (or the exception both
+    paths must raise alike)."""
     with monkeypatch.context() as patched:
         if not native:
             patched.setattr(prefix_cache, "NATIVE", None)
@@ -159,7 +161,6 @@ def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) 
         {name: getattr(history, name) for name in fields},
         history.owns,
         history.copies,
-        history.sizes,
         keys,
     )
 
@@ -194,6 +195,15 @@ def test_a_real_conversation_walks_the_same(monkeypatch: pytest.MonkeyPatch) -> 
     native = _walked(messages, True, monkeypatch)
     assert not isinstance(native, str)
     assert native == _walked(messages, False, monkeypatch)
+    # The memo's size estimates: marshal's bytes in Python; the accelerator writes none and
+    # takes the canonical bytes for them (within a tenth here), the estimate growing alike.
+    native_sizes = PrefixCache().walk(SCOPE, messages).sizes
+    with monkeypatch.context() as patched:
+        patched.setattr(prefix_cache, "NATIVE", None)
+        pure_sizes = PrefixCache().walk(SCOPE, messages).sizes
+    assert len(native_sizes) == len(pure_sizes) == len(messages)
+    assert all(b > a for a, b in itertools.pairwise(native_sizes))
+    assert 0.9 < native_sizes[-1] / pure_sizes[-1] < 1.1
     # and the keys are what `identity` makes of the messages alone (the golden keys' function)
     keys = native[-1]
     for index in (2, 3, 4, 5, 100, 240):

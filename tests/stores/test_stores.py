@@ -691,6 +691,37 @@ async def test_redis_one_round_trip_per_read(redis_prefix: str) -> None:
     await store.aclose()
 
 
+def test_redis_a_read_names_its_keys_in_one_argument(redis_prefix: str) -> None:
+    """What reaches Redis for a read of 40 records: the joined read script with one key (the
+    scope's index, whose slot is every record's) and the records' keys in one argument (redis-py
+    handles every argument in Python, a fifth of the read's cost per record). A key holding a
+    newline cannot be joined: that read names each key, and finds the same records."""
+    store = RedisStore(prefix=redis_prefix)
+    records = {f"k{i}": text(f"r{i}") for i in range(40)}
+    odd = {"line\nbreak": text("odd"), "k0": records["k0"]}
+    store.put_many(A, {**records, **odd})
+    calls: list[tuple[Any, ...]] = []
+    original = store._sync.execute_command
+
+    def spying(*args: Any, **kwargs: Any) -> Any:
+        calls.append(args)
+        return original(*args, **kwargs)
+
+    store._sync.execute_command = spying
+    assert store.get_many(A, [*records, "missing"]) == records
+    [(command, sha, numkeys, index, budget, lead, joined)] = calls
+    assert (command, sha, numkeys) == ("EVALSHA", store._sync_joined.sha, 1)
+    assert index == store._index(scope_id(A)) and budget == store.read_bytes
+    assert joined == "".join(f"{key}\n" for key in [*records, "missing"])
+    assert lead == store._record_key(scope_id(A), "")
+    calls.clear()
+    assert store.get_many(A, list(odd)) == odd
+    [(command, sha, numkeys, *names, budget)] = calls
+    assert (command, sha, numkeys) == ("EVALSHA", store._sync_get.sha, 2)
+    assert names == [store._record_key(scope_id(A), key) for key in odd]
+    store.close()
+
+
 def test_redis_a_record_key_holding_another_type_is_missing_not_an_error(
     redis_prefix: str,
 ) -> None:
