@@ -9,6 +9,8 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ..core import identity
@@ -253,6 +255,8 @@ class Engine:
         if not closed and places is None:
             return []
         late: set[str] = set()
+        if not closed:  # only a miss can have its place's capture closed since
+            keys = {i: key for i, key in keys.items() if key not in found}
         for i, key in keys.items():
             state = before.get(i)
             if state in closed:
@@ -279,16 +283,15 @@ class Engine:
         exists (the mark was evicted before it)."""
         exact: dict[int, str] = {}
         other: set[int] = set()
-        for i, key in keys.items():
-            record = found.get(key)
-            if record is None:
-                continue
-            held = record.conversation
-            if held is None:
-                continue
-            conversation = before.get(i)
-            if conversation is None or held == conversation:  # filed for it: the common case
-                continue
+        # Each record's conversation beside the message's, in C: the common case is every
+        # record filed for its own conversation (or for none), so nothing is left to look at.
+        held_by = list(map(_CONVERSATION_OF, map(found.get, keys.values(), repeat(_NOT_FOUND))))
+        befores = list(map(before.get, keys))
+        if held_by == befores:
+            return
+        for i, key, held, conversation in zip(keys, keys.values(), held_by, befores, strict=True):
+            if held is None or conversation is None or held == conversation:
+                continue  # not found, filed for no conversation, or for this one
             how = reading(held, conversation)
             if how is not Reading.RESTORE:
                 exact[i] = exact_key(key, conversation)
@@ -330,7 +333,14 @@ class Engine:
         ready: list[tuple[CallState, Any]] = []
         if not len(self.pending):
             return events, ready
+        # Only a message whose conversation state has a capture open now, or (by place) one the
+        # read missed, can have one to wait for: on a busy worker other calls' captures are
+        # open, and most of a long history's messages are neither.
+        open_states = self.pending.open_among(scope, before.values())
+        by_place = places is not None
         for i, key in keys.items():
+            if before.get(i) not in open_states and not (by_place and key not in found):
+                continue
             record = found.get(key)
             if _settled(record, before.get(i)):
                 continue
@@ -525,6 +535,16 @@ class Engine:
 _LATE_READS = 4
 """Reads again for captures that closed since the last read, at most (each finds its record: more
 are other calls closing under the same place, on a busy worker)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _NotFound:
+    conversation: None = None
+
+
+_NOT_FOUND = _NotFound()
+"""What `_own_conversations` reads for a key the read did not find: no conversation."""
+_CONVERSATION_OF = attrgetter("conversation")
 
 
 def _unsettled(
