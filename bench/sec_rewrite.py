@@ -11,6 +11,7 @@ import tempfile
 import time
 import tracemalloc
 import uuid
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -126,26 +127,18 @@ async def cold_rewrite(cb: ReasoningCallback, messages: list[Any]) -> tuple[floa
         cb.prefix_cache = remembered
 
 
-async def redis_cold_rewrite(
-    redis_cb: ReasoningCallback, registered: ReasoningCallback, messages: list[Any]
+async def registered_rewrite(
+    rewrite: Callable[[ReasoningCallback, list[Any]], Awaitable[tuple[float, list[Any]]]],
+    redis_cb: ReasoningCallback,
+    registered: ReasoningCallback,
+    messages: list[Any],
 ) -> tuple[float, list[Any]]:
-    """`cold_rewrite` by the Redis arm's callback, registered with LiteLLM meanwhile (an
-    unregistered instance leaves requests alone)."""
+    """`rewrite` (`cold_rewrite`, or `warm_rewrite`: a proxy worker's common request, its
+    records read from Redis again) by the Redis arm's callback, registered with LiteLLM
+    meanwhile (an unregistered instance leaves requests alone)."""
     litellm.callbacks = [redis_cb]
     try:
-        return await cold_rewrite(redis_cb, messages)
-    finally:
-        litellm.callbacks = [registered]
-
-
-async def redis_warm_rewrite(
-    redis_cb: ReasoningCallback, registered: ReasoningCallback, messages: list[Any]
-) -> tuple[float, list[Any]]:
-    """`warm_rewrite` by the Redis arm's callback: a proxy worker's common request (it served
-    the conversation before; its records are read from Redis again, their decoding cached)."""
-    litellm.callbacks = [redis_cb]
-    try:
-        return await warm_rewrite(redis_cb, messages)
+        return await rewrite(redis_cb, messages)
     finally:
         litellm.callbacks = [registered]
 
@@ -258,7 +251,8 @@ def run(
             primed = prime_store(cb, messages, reasoning)
             if redis_cb is not None:
                 prime_store(redis_cb, messages, reasoning)
-                _, redis_wire = asyncio.run(redis_cold_rewrite(redis_cb, cb, messages))
+                cold_on_redis = registered_rewrite(cold_rewrite, redis_cb, cb, messages)
+                _, redis_wire = asyncio.run(cold_on_redis)
             before = cb.stats["restored"]
             _, wire = asyncio.run(cold_rewrite(cb, messages))
             restored = cb.stats["restored"] - before
@@ -303,11 +297,9 @@ def run(
                             times[arm].append((await warm_rewrite(cb, messages))[0])
                         elif arm == "cold":
                             times[arm].append((await cold_rewrite(cb, messages))[0])
-                        elif arm == "redis" and redis_cb is not None:
-                            elapsed, _ = await redis_cold_rewrite(redis_cb, cb, messages)
-                            times[arm].append(elapsed)
                         elif redis_cb is not None:
-                            elapsed, _ = await redis_warm_rewrite(redis_cb, cb, messages)
+                            rewrite = cold_rewrite if arm == "redis" else warm_rewrite
+                            elapsed, _ = await registered_rewrite(rewrite, redis_cb, cb, messages)
                             times[arm].append(elapsed)
                 return times
 

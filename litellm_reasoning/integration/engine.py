@@ -339,12 +339,14 @@ class Engine:
         open_states = self.pending.open_among(scope, before.values())
         by_place = places is not None
         for i, key in keys.items():
-            if before.get(i) not in open_states and not (by_place and key not in found):
+            conversation = before.get(i)
+            is_open = conversation in open_states
+            if not is_open and not (by_place and key not in found):
                 continue
             record = found.get(key)
-            if _settled(record, before.get(i)):
+            if _settled(record, conversation):
                 continue
-            owners = self.pending.owners(scope, before[i]) if i in before else []
+            owners = self.pending.owners(scope, conversation) if conversation and is_open else []
             if not owners and places is not None and record is None:
                 place = places(i)
                 owners = self.pending.owners(scope, place) if place is not None else []

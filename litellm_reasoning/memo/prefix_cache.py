@@ -449,7 +449,7 @@ class PrefixCache:
         """Messages from `start` on, which no earlier request had (all of a cold request):
         the per-message cost of a request on a process that never saw its conversation, so
         kept to one canonical encoding and one chained hash per message (in C where the
-        accelerator is built), and one `marshal` copy of them all."""
+        accelerator is built), and one copy of them all (`_copy_all`)."""
         messages = history.messages
         new_copies, marshalled = _copy_all(messages, start)
         end = len(messages)

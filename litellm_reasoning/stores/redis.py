@@ -493,7 +493,7 @@ class RedisStore(ReasoningStore):
         while len(values) < len(keys):
             rest = keys[len(values) :]
             if by_name:
-                batch = script(keys=list(map(lead.__add__, rest)), args=[self.read_bytes])
+                batch = script(keys=self._names(scope, rest), args=[self.read_bytes])
             else:
                 if values:
                     names = "\n".join(rest) + "\n"
