@@ -839,6 +839,147 @@ static PyObject *untrack_many(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- replay */
+
+PyDoc_STRVAR(replay_doc,
+"replay(out, indices, pos, recipes, owns, stored, keep_after, tools_keep, dialect, lists)\n"
+"    -> int\n\n"
+"`core.render`'s loop over the assistant messages `indices[pos:]`, for the messages whose\n"
+"remembered recipe holds as it is (the same objects: `Recipe.keep` the keep decision,\n"
+"`Recipe.dialect` == `dialect`, `Recipe.from_store` is `stored.get(i)` when kept, else None,\n"
+"`Recipe.own` is `owns[i]`) and remakes them as `How.SAME` or `How.MERGE`: `out[i]` becomes\n"
+"`{**out[i], **recipe.extra}` for MERGE, and `i` is appended to `lists[recipe.outcome]` (and\n"
+"to `lists[0]` too for RESTORED), as Python does. Kept: `i > keep_after`, or `tools_keep` and\n"
+"`out[i]` has tool calls. Returns the position of the first message it leaves to Python (its\n"
+"general path), or len(indices).");
+
+/* `How` and `Outcome` of core/render.py (tests/core/test_accelerator.py checks them). */
+#define HOW_SAME 0
+#define HOW_MERGE 1
+#define OUTCOME_RESTORED 1
+#define OUTCOME_NOTHING 5
+#define OUTCOMES 5
+
+static PyObject *A_KEEP, *A_DIALECT, *A_FROM_STORE, *A_OWN, *A_HOW, *A_EXTRA, *A_OUTCOME;
+
+/* `getattr(obj, name)` as a C long (an IntEnum member), -2 with an error set on failure. */
+static long long_attr(PyObject *obj, PyObject *name) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -2;
+    long v = PyLong_AsLong(value);
+    Py_DECREF(value);
+    if (v == -1 && PyErr_Occurred()) return -2;
+    return v;
+}
+
+/* Whether `getattr(obj, name) is expected`: 1, 0, or -1 with an error set. */
+static int attr_is(PyObject *obj, PyObject *name, PyObject *expected) {
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL) return -1;
+    int same = value == expected;
+    Py_DECREF(value);
+    return same;
+}
+
+/* 1: message `index` replayed; 0: left to Python; -1: error set. */
+static int replay_one(PyObject *out, PyObject *index_obj, PyObject *recipes, PyObject *owns,
+                      PyObject *stored, Py_ssize_t keep_after, int tools_keep, PyObject *dialect,
+                      PyObject *lists) {
+    Py_ssize_t index = PyLong_AsSsize_t(index_obj);
+    if (index == -1 && PyErr_Occurred()) return -1;
+    if (index < 0 || index >= PyList_GET_SIZE(out) || index >= PyList_GET_SIZE(recipes) ||
+        index >= PyList_GET_SIZE(owns))
+        return 0;
+    PyObject *recipe = PyList_GET_ITEM(recipes, index);
+    PyObject *base = PyList_GET_ITEM(out, index);
+    if (recipe == Py_None || !PyDict_CheckExact(base)) return 0;
+    int keep = index > keep_after;
+    if (!keep && tools_keep) {
+        PyObject *calls = get(base, K_TOOL_CALLS);
+        if (calls == NULL && PyErr_Occurred()) return -1;
+        if (calls != NULL && (keep = PyObject_IsTrue(calls)) < 0) return -1;
+    }
+    int r = attr_is(recipe, A_KEEP, keep ? Py_True : Py_False);
+    if (r <= 0) return r;
+    PyObject *made_for = PyObject_GetAttr(recipe, A_DIALECT);
+    if (made_for == NULL) return -1;
+    int same_dialect = made_for == dialect;
+    if (!same_dialect && PyUnicode_CheckExact(made_for))
+        same_dialect = PyUnicode_Compare(made_for, dialect) == 0;
+    Py_DECREF(made_for);
+    if (PyErr_Occurred()) return -1;
+    if (!same_dialect) return 0;
+    PyObject *from_store = Py_None;
+    if (keep) {
+        from_store = PyDict_GetItemWithError(stored, index_obj);
+        if (from_store == NULL) {
+            if (PyErr_Occurred()) return -1;
+            from_store = Py_None;
+        }
+    }
+    if ((r = attr_is(recipe, A_FROM_STORE, from_store)) <= 0) return r;
+    if ((r = attr_is(recipe, A_OWN, PyList_GET_ITEM(owns, index))) <= 0) return r;
+    long how = long_attr(recipe, A_HOW);
+    if (how == -2) return -1;
+    if (how != HOW_SAME && how != HOW_MERGE) return 0;
+    long outcome = long_attr(recipe, A_OUTCOME);
+    if (outcome == -2) return -1;
+    if (outcome < 0 || outcome > OUTCOME_NOTHING) return 0;
+    if (how == HOW_MERGE) {
+        PyObject *extra = PyObject_GetAttr(recipe, A_EXTRA);
+        if (extra == NULL) return -1;
+        if (!PyDict_CheckExact(extra)) {
+            Py_DECREF(extra);
+            return 0;
+        }
+        PyObject *merged = PyDict_Copy(base);
+        if (merged == NULL || PyDict_Update(merged, extra) < 0) {
+            Py_XDECREF(merged);
+            Py_DECREF(extra);
+            return -1;
+        }
+        Py_DECREF(extra);
+        PyList_SetItem(out, index, merged); /* steals `merged`, releases `base` */
+    }
+    if (outcome != OUTCOME_NOTHING) {
+        if (outcome == OUTCOME_RESTORED && PyList_Append(PyTuple_GET_ITEM(lists, 0), index_obj) < 0)
+            return -1;
+        if (PyList_Append(PyTuple_GET_ITEM(lists, outcome), index_obj) < 0) return -1;
+    }
+    return 1;
+}
+
+static PyObject *replay(PyObject *self, PyObject *args) {
+    PyObject *out, *indices, *recipes, *owns, *stored, *dialect, *lists;
+    Py_ssize_t pos, keep_after;
+    int tools_keep;
+    if (!PyArg_ParseTuple(args, "O!O!nO!O!O!npUO!", &PyList_Type, &out, &PyList_Type, &indices,
+                          &pos, &PyList_Type, &recipes, &PyList_Type, &owns, &PyDict_Type,
+                          &stored, &keep_after, &tools_keep, &dialect, &PyTuple_Type, &lists))
+        return NULL;
+    if (PyTuple_GET_SIZE(lists) != OUTCOMES) {
+        PyErr_SetString(PyExc_ValueError, "lists: one list per outcome");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < OUTCOMES; i++) {
+        if (!PyList_CheckExact(PyTuple_GET_ITEM(lists, i))) {
+            PyErr_SetString(PyExc_TypeError, "lists: lists");
+            return NULL;
+        }
+    }
+    Py_ssize_t n = PyList_GET_SIZE(indices);
+    if (pos < 0) pos = 0;
+    for (; pos < n; pos++) {
+        PyObject *index_obj = PyList_GET_ITEM(indices, pos);
+        if (!PyLong_CheckExact(index_obj)) break;
+        int r = replay_one(out, index_obj, recipes, owns, stored, keep_after, tools_keep, dialect,
+                           lists);
+        if (r < 0) return NULL;
+        if (r == 0) break;
+    }
+    return PyLong_FromSsize_t(pos);
+}
+
 /* ---------------------------------------------------------------- configure */
 
 PyDoc_STRVAR(configure_doc,
@@ -882,6 +1023,7 @@ static PyMethodDef methods[] = {
     {"digests", digests, METH_VARARGS, digests_doc},
     {"copy", copy, METH_VARARGS, copy_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
+    {"replay", replay, METH_VARARGS, replay_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -905,6 +1047,13 @@ PyMODINIT_FUNC PyInit__accel(void) {
     INTERN(K_ID, "id");
     INTERN(K_FUNCTION, "function");
     INTERN(K_NAME, "name");
+    INTERN(A_KEEP, "keep");
+    INTERN(A_DIALECT, "dialect");
+    INTERN(A_FROM_STORE, "from_store");
+    INTERN(A_OWN, "own");
+    INTERN(A_HOW, "how");
+    INTERN(A_EXTRA, "extra");
+    INTERN(A_OUTCOME, "outcome");
 #undef INTERN
     return m;
 }

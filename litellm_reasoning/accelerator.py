@@ -16,6 +16,7 @@ from typing import Any, Protocol, cast
 
 from .core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
 from .core.identity import EXTRAS_KEY
+from .core.render import Replay
 from .core.turns import TURN_KEY
 
 PURE_PYTHON_ENV = "LITELLM_REASONING_PURE_PYTHON"
@@ -58,6 +59,9 @@ class Native(Protocol):
     def copy(self, values: list[object], /) -> list[object] | None: ...
 
     def untrack(self, objects: list[Any], /) -> None: ...
+
+    @property
+    def replay(self) -> Replay: ...
 
 
 def load() -> Native | None:

@@ -45,6 +45,16 @@ class TurnPolicy(str, enum.Enum):
             return True
         return self is TurnPolicy.TOOL_CALLS_ALL_TURNS and calls_tools
 
+    def keep_bounds(self, turn_start: int, count: int) -> tuple[int, bool]:
+        """`keeps_at` for the messages of a history of `count`, as `(after, tools)`: an
+        assistant message at `index` keeps its reasoning when `index > after`, or when `tools`
+        and it holds tool calls (what the accelerator's loop is given)."""
+        if self is TurnPolicy.NONE:
+            return count, False
+        if self is TurnPolicy.ALL_TURNS:
+            return -1, False
+        return turn_start, self is TurnPolicy.TOOL_CALLS_ALL_TURNS
+
     @property
     def earlier_turns_required(self) -> bool:
         """Whether the earlier turns this policy keeps are required by the provider (a 400

@@ -11,12 +11,13 @@ message (`recipes`), so the next request of the same conversation, whose message
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from itertools import islice
 from operator import is_
-from typing import Any
+from typing import Any, Protocol
 
 from .dialect import Dialect
 from .extract import carries_nothing, reasoning_from_message
@@ -192,6 +193,30 @@ class How(IntEnum):
 
 
 _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
+
+
+class Replay(Protocol):
+    """The accelerator's `replay` (`_accel.c`): `render`'s loop over `indices[position:]` for
+    the messages whose remembered recipe holds as it is (the same objects) and is `How.SAME`
+    or `How.MERGE`, done in C; returns the position of the first message it leaves to the
+    general path. `keep_after` and `tools_keep` are `TurnPolicy.keep_bounds`."""
+
+    def __call__(
+        self,
+        out: list[Any],
+        indices: list[int],
+        position: int,
+        recipes: list[Recipe | None],
+        owns: list[Reasoning | None],
+        stored: dict[int, Reasoning],
+        keep_after: int,
+        tools_keep: bool,
+        dialect: str,
+        lists: tuple[list[int], list[int], list[int], list[int], list[int]],
+        /,
+    ) -> int: ...
+
+
 _SAME, _MERGE, _COPY, _CALL = How
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
@@ -273,6 +298,7 @@ def render(
     recipes: list[Recipe | None] | None = None,
     bare: Sequence[bool] | None = None,
     turn_start: int | None = None,
+    replay: Replay | None = None,
 ) -> Rendered:
     """`messages` as `dialect` wants them under `policy`, with `stored` reasoning restored.
 
@@ -280,7 +306,8 @@ def render(
     `recipes` (one slot per message) holds what an equal earlier message was rendered to; it is
     read, and filled in for every rendered message. `bare[i]` True: `carries_nothing` is known
     for message `i` (from the walk), so it is not asked again. `turn_start`:
-    `effective_turn_start(messages, dialect)`, when the caller has it.
+    `effective_turn_start(messages, dialect)`, when the caller has it. `replay`: the
+    accelerator's loop for the messages whose recipe holds as it is (`Replay`).
     """
     stored = stored or {}
     if not dialect.accepts_reasoning:
@@ -300,7 +327,19 @@ def render(
     name = dialect.name
     keep_all = policy is TurnPolicy.ALL_TURNS
     from_stored = stored.get
-    for index in assistant_indices(messages) if assistant is None else assistant:
+    indices: Iterable[int] = assistant_indices(messages) if assistant is None else assistant
+    if (
+        replay is not None
+        and type(indices) is list
+        and type(recipes) is list
+        and type(owns) is list
+        and type(stored) is dict
+    ):
+        keep_after, tools_keep = policy.keep_bounds(turn_start, len(messages))
+        replayed = partial(replay, out, indices)
+        rest = recipes, owns, stored, keep_after, tools_keep, name, lists
+        indices = _left_by(lambda position: replayed(position, *rest), indices)
+    for index in indices:
         base = out[index]
         own = owns[index] if owns is not None else _own(base)
         keep = keep_all or policy.keeps(index, base, turn_start)
@@ -343,6 +382,17 @@ def render(
                 kept.append(index)
             lists[outcome].append(index)
     return result
+
+
+def _left_by(replayed: Callable[[int], int], indices: list[int]) -> Iterator[int]:
+    """The indices `replayed` (the accelerator's loop from a position, returning where it
+    stopped) leaves to `render`'s general path, in order, each as soon as it is reached."""
+    position, count = 0, len(indices)
+    while position < count:
+        position = replayed(position)
+        if position < count:
+            yield indices[position]
+            position += 1
 
 
 def _decide(

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..accelerator import NATIVE
 from ..core import identity
 from ..core.decisions import summarize
 from ..core.limits import (
@@ -208,6 +209,7 @@ class ChatMessages:
             recipes=history.recipes if history is not None else None,
             bare=history.bare if history is not None else None,
             turn_start=turn_start,
+            replay=NATIVE.replay if NATIVE is not None else None,
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
         rendered = finished.applied_to(rendered)

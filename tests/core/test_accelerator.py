@@ -8,9 +8,11 @@ is built, and `scripts/test.sh` runs one LiteLLM line without it)."""
 from __future__ import annotations
 
 import copy
+import dataclasses
 import gc
 import hashlib
 import itertools
+import json
 import os
 import subprocess
 import sys
@@ -25,8 +27,10 @@ from test_prefix_cache import render_walked
 
 from litellm_reasoning import accelerator
 from litellm_reasoning.core import identity
+from litellm_reasoning.core import render as render_module
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning
+from litellm_reasoning.core.render import How, Outcome, Rendered
 from litellm_reasoning.memo import prefix_cache
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache
 from litellm_reasoning.wire import get_dialect
@@ -313,3 +317,101 @@ def test_what_the_memo_keeps_is_off_the_garbage_collectors_lists() -> None:
     assert len(copies) > len(messages) and len(recipes) == 20
     assert not any(map(gc.is_tracked, copies))
     assert not any(map(gc.is_tracked, recipes))
+
+
+def test_replay_knows_renders_outcomes_and_hows() -> None:
+    """`_accel.c` names `How.SAME`, `How.MERGE`, `Outcome.RESTORED` and `Outcome.NOTHING` by
+    number, and appends to `lists[outcome]` (the `Rendered` lists in that order)."""
+    assert (How.SAME, How.MERGE, Outcome.RESTORED, Outcome.NOTHING) == (0, 1, 1, 5)
+    assert list(Outcome)[:5] == [Outcome.KEPT, Outcome.RESTORED, *list(Outcome)[2:5]]
+    order = [f.name for f in dataclasses.fields(Rendered)][2:7]
+    assert order == ["kept", "restored", "stripped", "missing", "dropped"]
+    assert [o.name.lower() for o in list(Outcome)[:5]] == order
+
+
+def _agent_turns(turns: int) -> list[Any]:
+    """Turns of a user message, two tool calls and an answer; the second turn's first tool
+    call message carries its own reasoning, one answer carries `turn`-free provider fields."""
+    messages: list[Any] = [{"role": "system", "content": "s"}]
+    for turn in range(turns):
+        messages.append({"role": "user", "content": f"task {turn}"})
+        for step in range(2):
+            call = {
+                "id": f"call_{turn}_{step}",
+                "type": "function",
+                "function": {"name": "read", "arguments": "{}"},
+            }
+            own = {"reasoning_content": "sent by the client"} if (turn, step) == (1, 0) else {}
+            messages.append({"role": "assistant", "content": "", "tool_calls": [call], **own})
+            messages.append({"role": "tool", "tool_call_id": call["id"], "content": "ok"})
+        messages.append({"role": "assistant", "content": f"done {turn}"})
+    return messages
+
+
+@needs_native
+@pytest.mark.parametrize("policy", list(TurnPolicy))
+@pytest.mark.parametrize("dialect_name", ["openai_chat_required", "openai_chat", "anthropic"])
+def test_replay_renders_what_the_general_path_renders(
+    policy: TurnPolicy, dialect_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The next request of a conversation, rendered with the recipes of the first: the
+    accelerator's loop (which takes the recipes that hold as they are) and `render`'s general
+    path give the same wire and the same lists, and the loop did take most messages."""
+    dialect = get_dialect(dialect_name)
+    first = _agent_turns(4)
+    stored = {
+        i: Reasoning.from_text(f"think {i}")
+        for i, m in enumerate(first)
+        if m.get("role") == "assistant" and i % 5
+    }
+    left: list[int] = []
+    original = render_module._left_by
+
+    def counted(replayed: Any, indices: list[int]) -> Any:
+        for index in original(replayed, indices):
+            left.append(index)
+            yield index
+
+    def second_request(native: bool) -> tuple[Rendered, list[int]]:
+        cache = PrefixCache()
+        history = cache.walk(SCOPE, copy.deepcopy(first))
+        render_walked(history, history.messages, dialect, policy, stored)
+        cache.remember(history)
+        later = cache.walk(SCOPE, [*copy.deepcopy(first), {"role": "user", "content": "more"}])
+        assert later.reused == len(first)
+        left.clear()
+        with monkeypatch.context() as patched:
+            patched.setattr(render_module, "_left_by", counted)
+            rendered = render_walked(later, later.messages, dialect, policy, stored, native=native)
+        return rendered, list(left)
+
+    native, left_native = second_request(True)
+    pure, left_pure = second_request(False)
+    assert native == pure
+    assert json.dumps(native.messages) == json.dumps(pure.messages)  # key order too
+    assert left_pure == []  # no loop: `_left_by` not used
+    # Left to Python: the message that carries the client's own reasoning (its recipe asks the
+    # dialect again where the policy strips it), and, where the new user message moved the
+    # current turn (the policy keeps by turn), the last turn's messages (their keep decision
+    # changed). Every other assistant message was taken in C.
+    own_reasoning = 8
+    last_turn = [20, 22, 24]
+    assert first[own_reasoning]["reasoning_content"]
+    assert first[last_turn[0] - 1]["role"] == "user"
+    by_turn = policy not in (TurnPolicy.ALL_TURNS, TurnPolicy.NONE)
+    assert set(left_native) <= {own_reasoning, *(last_turn if by_turn else ())}, left_native
+    if policy in (TurnPolicy.ALL_TURNS, TurnPolicy.TOOL_CALLS_ALL_TURNS):
+        # earlier turns' records were decided on (restored, or refused by the dialect)
+        assert native.restored or native.dropped
+
+
+@pytest.mark.parametrize("policy", list(TurnPolicy))
+def test_keep_bounds_say_what_keeps_at_says(policy: TurnPolicy) -> None:
+    """What the loop is given for the keep decision, against the policy's own rule, at every
+    place of a 12-message history, with and without tool calls, for each turn start."""
+    for turn_start in range(12):
+        after, tools = policy.keep_bounds(turn_start, 12)
+        for index in range(12):
+            for calls_tools in (False, True):
+                expected = policy.keeps_at(index, turn_start, calls_tools=calls_tools)
+                assert (index > after or (tools and calls_tools)) is expected

@@ -24,6 +24,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.accelerator import NATIVE
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.extract import carries_nothing
 from litellm_reasoning.core.policy import TurnPolicy
@@ -234,9 +235,12 @@ def render_walked(
     dialect: Any,
     policy: TurnPolicy,
     stored: dict[int, Reasoning],
+    *,
+    native: bool = True,
 ) -> Rendered:
-    """`render` as the engine runs it on a walked history: with what the walk noted and the
-    history's recipes (read, and filled in)."""
+    """`render` as the engine runs it on a walked history: with what the walk noted, the
+    history's recipes (read, and filled in) and, where it is built and `native`, the
+    accelerator's loop for the recipes that hold as they are."""
     return render(
         messages,
         dialect,
@@ -247,6 +251,7 @@ def render_walked(
         flagged=history.flagged,
         recipes=history.recipes,
         bare=history.bare,
+        replay=NATIVE.replay if NATIVE is not None and native else None,
     )
 
 
