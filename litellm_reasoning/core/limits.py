@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Protocol
 
 from .dialect import Dialect
@@ -54,6 +55,9 @@ class CountedMapping:
         return sum(self.counts(indices))
 
 
+_ESTIMATED_TOKENS = attrgetter("estimated_tokens")
+
+
 class RecordCounts:
     """`TokenCounts` of a rendered request with the default counter: each message's reasoning
     is its stored record where it was restored, else its own; each record knows its count
@@ -75,7 +79,10 @@ class RecordCounts:
             records: list[Reasoning | None] = list(map(stored.get, indices))
         else:
             records = [stored.get(i) if i in restored else owns[i] for i in indices]
-        return [r.estimated_tokens if r is not None else 0 for r in records]
+        try:  # every index has a record (the common case): the estimates read in C
+            return list(map(_ESTIMATED_TOKENS, records))
+        except AttributeError:  # None where neither the store nor the client had one
+            return [r.estimated_tokens if r is not None else 0 for r in records]
 
     def total(self, indices: Sequence[int]) -> int:
         return sum(self.counts(indices))
