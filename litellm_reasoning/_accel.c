@@ -842,16 +842,14 @@ static PyObject *untrack_many(PyObject *self, PyObject *args) {
 /* ---------------------------------------------------------------- replay */
 
 PyDoc_STRVAR(replay_doc,
-"replay(out, indices, pos, recipes, owns, stored, keep_after, tools_keep, dialect, lists)\n"
-"    -> int\n\n"
-"`core.render`'s loop over the assistant messages `indices[pos:]`, for the messages whose\n"
+"replay(out, indices, recipes, owns, stored, keep_after, tools_keep, dialect, lists) -> list\n\n"
+"`core.render`'s loop over the assistant messages `indices`, for the messages whose\n"
 "remembered recipe holds as it is (the same objects: `Recipe.keep` the keep decision,\n"
 "`Recipe.dialect` == `dialect`, `Recipe.from_store` is `stored.get(i)` when kept, else None,\n"
 "`Recipe.own` is `owns[i]`) and remakes them as `How.SAME` or `How.MERGE`: `out[i]` becomes\n"
 "`{**out[i], **recipe.extra}` for MERGE, and `i` is appended to `lists[recipe.outcome]` (and\n"
 "to `lists[0]` too for RESTORED), as Python does. Kept: `i > keep_after`, or `tools_keep` and\n"
-"`out[i]` has tool calls. Returns the position of the first message it leaves to Python (its\n"
-"general path), or len(indices).");
+"`out[i]` has tool calls. Returns the indices it left to Python (its general path), in order.");
 
 /* `How` and `Outcome` of core/render.py (tests/core/test_accelerator.py checks them). */
 #define HOW_SAME 0
@@ -951,11 +949,11 @@ static int replay_one(PyObject *out, PyObject *index_obj, PyObject *recipes, PyO
 
 static PyObject *replay(PyObject *self, PyObject *args) {
     PyObject *out, *indices, *recipes, *owns, *stored, *dialect, *lists;
-    Py_ssize_t pos, keep_after;
+    Py_ssize_t keep_after;
     int tools_keep;
-    if (!PyArg_ParseTuple(args, "O!O!nO!O!O!npUO!", &PyList_Type, &out, &PyList_Type, &indices,
-                          &pos, &PyList_Type, &recipes, &PyList_Type, &owns, &PyDict_Type,
-                          &stored, &keep_after, &tools_keep, &dialect, &PyTuple_Type, &lists))
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!npUO!", &PyList_Type, &out, &PyList_Type, &indices,
+                          &PyList_Type, &recipes, &PyList_Type, &owns, &PyDict_Type, &stored,
+                          &keep_after, &tools_keep, &dialect, &PyTuple_Type, &lists))
         return NULL;
     if (PyTuple_GET_SIZE(lists) != OUTCOMES) {
         PyErr_SetString(PyExc_ValueError, "lists: one list per outcome");
@@ -967,17 +965,22 @@ static PyObject *replay(PyObject *self, PyObject *args) {
             return NULL;
         }
     }
+    PyObject *left = PyList_New(0);
+    if (left == NULL) return NULL;
     Py_ssize_t n = PyList_GET_SIZE(indices);
-    if (pos < 0) pos = 0;
-    for (; pos < n; pos++) {
+    for (Py_ssize_t pos = 0; pos < n; pos++) {
         PyObject *index_obj = PyList_GET_ITEM(indices, pos);
-        if (!PyLong_CheckExact(index_obj)) break;
-        int r = replay_one(out, index_obj, recipes, owns, stored, keep_after, tools_keep, dialect,
+        int r = 0;
+        if (PyLong_CheckExact(index_obj)) {
+            r = replay_one(out, index_obj, recipes, owns, stored, keep_after, tools_keep, dialect,
                            lists);
-        if (r < 0) return NULL;
-        if (r == 0) break;
+        }
+        if (r < 0 || (r == 0 && PyList_Append(left, index_obj) < 0)) {
+            Py_DECREF(left);
+            return NULL;
+        }
     }
-    return PyLong_FromSsize_t(pos);
+    return left;
 }
 
 /* ---------------------------------------------------------------- configure */

@@ -11,10 +11,9 @@ message (`recipes`), so the next request of the same conversation, whose message
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
-from functools import partial
 from itertools import islice
 from operator import is_
 from typing import Any, Protocol
@@ -196,16 +195,15 @@ _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
 
 
 class Replay(Protocol):
-    """The accelerator's `replay` (`_accel.c`): `render`'s loop over `indices[position:]` for
+    """The accelerator's `replay` (`_accel.c`): `render`'s loop over `indices`, done in C for
     the messages whose remembered recipe holds as it is (the same objects) and is `How.SAME`
-    or `How.MERGE`, done in C; returns the position of the first message it leaves to the
-    general path. `keep_after` and `tools_keep` are `TurnPolicy.keep_bounds`."""
+    or `How.MERGE`; returns the indices it leaves to the general path, in order.
+    `keep_after` and `tools_keep` are `TurnPolicy.keep_bounds`."""
 
     def __call__(
         self,
         out: list[Any],
         indices: list[int],
-        position: int,
         recipes: list[Recipe | None],
         owns: list[Reasoning | None],
         stored: dict[int, Reasoning],
@@ -214,7 +212,7 @@ class Replay(Protocol):
         dialect: str,
         lists: tuple[list[int], list[int], list[int], list[int], list[int]],
         /,
-    ) -> int: ...
+    ) -> list[int]: ...
 
 
 _SAME, _MERGE, _COPY, _CALL = How
@@ -327,7 +325,8 @@ def render(
     name = dialect.name
     keep_all = policy is TurnPolicy.ALL_TURNS
     from_stored = stored.get
-    indices: Iterable[int] = assistant_indices(messages) if assistant is None else assistant
+    indices = assistant_indices(messages) if assistant is None else assistant
+    replayed = False
     if (
         replay is not None
         and type(indices) is list
@@ -336,9 +335,10 @@ def render(
         and type(stored) is dict
     ):
         keep_after, tools_keep = policy.keep_bounds(turn_start, len(messages))
-        replayed = partial(replay, out, indices)
-        rest = recipes, owns, stored, keep_after, tools_keep, name, lists
-        indices = _left_by(lambda position: replayed(position, *rest), indices)
+        left = replay(out, indices, recipes, owns, stored, keep_after, tools_keep, name, lists)
+        # Both appended to the lists: each back in index order, as one loop leaves them.
+        replayed = 0 < len(left) < len(indices)
+        indices = left
     for index in indices:
         base = out[index]
         own = owns[index] if owns is not None else _own(base)
@@ -381,18 +381,10 @@ def render(
             if outcome == _RESTORED:
                 kept.append(index)
             lists[outcome].append(index)
+    if replayed:
+        for decided in lists:
+            decided.sort()
     return result
-
-
-def _left_by(replayed: Callable[[int], int], indices: list[int]) -> Iterator[int]:
-    """The indices `replayed` (the accelerator's loop from a position, returning where it
-    stopped) leaves to `render`'s general path, in order, each as soon as it is reached."""
-    position, count = 0, len(indices)
-    while position < count:
-        position = replayed(position)
-        if position < count:
-            yield indices[position]
-            position += 1
 
 
 def _decide(

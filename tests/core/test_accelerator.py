@@ -27,7 +27,6 @@ from test_prefix_cache import render_walked
 
 from litellm_reasoning import accelerator
 from litellm_reasoning.core import identity
-from litellm_reasoning.core import render as render_module
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.core.render import How, Outcome, Rendered
@@ -365,12 +364,13 @@ def test_replay_renders_what_the_general_path_renders(
         if m.get("role") == "assistant" and i % 5
     }
     left: list[int] = []
-    original = render_module._left_by
+    assert accelerator.NATIVE is not None
+    original = accelerator.NATIVE.replay
 
-    def counted(replayed: Any, indices: list[int]) -> Any:
-        for index in original(replayed, indices):
-            left.append(index)
-            yield index
+    def counted(*args: Any) -> list[int]:
+        handed_back = original(*args)
+        left.extend(handed_back)
+        return handed_back
 
     def second_request(native: bool) -> tuple[Rendered, list[int]]:
         cache = PrefixCache()
@@ -381,7 +381,7 @@ def test_replay_renders_what_the_general_path_renders(
         assert later.reused == len(first)
         left.clear()
         with monkeypatch.context() as patched:
-            patched.setattr(render_module, "_left_by", counted)
+            patched.setattr(accelerator.NATIVE, "replay", counted)
             rendered = render_walked(later, later.messages, dialect, policy, stored, native=native)
         return rendered, list(left)
 
@@ -389,7 +389,7 @@ def test_replay_renders_what_the_general_path_renders(
     pure, left_pure = second_request(False)
     assert native == pure
     assert json.dumps(native.messages) == json.dumps(pure.messages)  # key order too
-    assert left_pure == []  # no loop: `_left_by` not used
+    assert left_pure == []  # the accelerator's loop not asked
     # Left to Python: the message that carries the client's own reasoning (its recipe asks the
     # dialect again where the policy strips it), and, where the new user message moved the
     # current turn (the policy keeps by turn), the last turn's messages (their keep decision
