@@ -11,7 +11,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..accelerator import NATIVE
 from ..core import identity
 from ..core.decisions import summarize
 from ..core.limits import (
@@ -26,7 +25,7 @@ from ..core.reasoning import Reasoning
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import Target
 from ..core.turns import mark_deliveries
-from ..memo.prefix_cache import History
+from ..memo.prefix_cache import REPLAY, History
 from ..wire import get_dialect
 from .calls import BodyPatch, Capture
 from .flows import Flow
@@ -209,7 +208,7 @@ class ChatMessages:
             recipes=history.recipes if history is not None else None,
             bare=history.bare if history is not None else None,
             turn_start=turn_start,
-            replay=NATIVE.replay if NATIVE is not None else None,
+            replay=REPLAY,
         )
         finished = dialect.finish(request.messages, rendered, stored, request.model or "")
         rendered = finished.applied_to(rendered)

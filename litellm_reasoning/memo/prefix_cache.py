@@ -33,8 +33,12 @@ from ..core import identity
 from ..core.extract import carries_nothing, own_fields_carry_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
-from ..core.render import Recipe, _own
+from ..core.render import Recipe, Replay, _own
 from ..core.turns import TURN_KEY, carries_turn
+
+REPLAY: Replay | None = NATIVE.replay if NATIVE is not None else None
+"""The accelerator's loop over the assistant messages whose remembered recipe (`History.recipes`)
+holds as it is, for `core.render.render`; None without the accelerator."""
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""
