@@ -192,6 +192,8 @@ class How(IntEnum):
 
 
 _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
+_SAME, _MERGE, _COPY, _CALL = How
+_IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
 class Replay(Protocol):
@@ -213,10 +215,6 @@ class Replay(Protocol):
         lists: tuple[list[int], list[int], list[int], list[int], list[int]],
         /,
     ) -> list[int]: ...
-
-
-_SAME, _MERGE, _COPY, _CALL = How
-_IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
 @dataclass(slots=True)
