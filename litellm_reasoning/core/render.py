@@ -324,7 +324,7 @@ def render(
     keep_all = policy is TurnPolicy.ALL_TURNS
     from_stored = stored.get
     indices = assistant_indices(messages) if assistant is None else assistant
-    replayed = False
+    both_decided = False
     if (
         replay is not None
         and type(indices) is list
@@ -335,7 +335,7 @@ def render(
         keep_after, tools_keep = policy.keep_bounds(turn_start, len(messages))
         left = replay(out, indices, recipes, owns, stored, keep_after, tools_keep, name, lists)
         # Both appended to the lists: each back in index order, as one loop leaves them.
-        replayed = 0 < len(left) < len(indices)
+        both_decided = 0 < len(left) < len(indices)
         indices = left
     for index in indices:
         base = out[index]
@@ -379,7 +379,7 @@ def render(
             if outcome == _RESTORED:
                 kept.append(index)
             lists[outcome].append(index)
-    if replayed:
+    if both_decided:
         for decided in lists:
             decided.sort()
     return result

@@ -364,8 +364,8 @@ def test_replay_renders_what_the_general_path_renders(
         if m.get("role") == "assistant" and i % 5
     }
     left: list[int] = []
-    assert accelerator.NATIVE is not None
-    original = accelerator.NATIVE.replay
+    original = prefix_cache.REPLAY
+    assert original is not None
 
     def counted(*args: Any) -> list[int]:
         handed_back = original(*args)
@@ -381,7 +381,7 @@ def test_replay_renders_what_the_general_path_renders(
         assert later.reused == len(first)
         left.clear()
         with monkeypatch.context() as patched:
-            patched.setattr(accelerator.NATIVE, "replay", counted)
+            patched.setattr(prefix_cache, "REPLAY", counted)
             rendered = render_walked(later, later.messages, dialect, policy, stored, native=native)
         return rendered, list(left)
 

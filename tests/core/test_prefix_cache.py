@@ -24,13 +24,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.accelerator import NATIVE
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.extract import carries_nothing
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered, assistant_indices, own_reasonings, render
 from litellm_reasoning.core.turns import carries_turn
+from litellm_reasoning.memo import prefix_cache
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache
 from litellm_reasoning.testing.upstream import Reply, Upstream
 from litellm_reasoning.wire import dialect_names, get_dialect
@@ -251,7 +251,7 @@ def render_walked(
         flagged=history.flagged,
         recipes=history.recipes,
         bare=history.bare,
-        replay=NATIVE.replay if NATIVE is not None and native else None,
+        replay=prefix_cache.REPLAY if native else None,
     )
 
 
