@@ -212,10 +212,15 @@ def records_of(
 ) -> dict[str, Reasoning]:
     """The records of `scope` among one read's values (`raws[i]` stored under `keys[i]`,
     None: missing), decoded through `DECODED`."""
-    present = [(key, raw) for key, raw in zip(keys, raws, strict=True) if raw is not None]
-    decoded = DECODED.decode_many([raw for _, raw in present])
+    # No (key, value) pair per record: each new tuple counts towards the collector's next
+    # young collection, which in a busy proxy promotes LiteLLM's in-flight objects and so
+    # brings its costly full collections sooner (zip's own tuple is reused).
+    if None in raws:
+        keys = [key for key, raw in zip(keys, raws, strict=True) if raw is not None]
+        raws = [raw for raw in raws if raw is not None]
+    decoded = DECODED.decode_many(raws)  # type: ignore[arg-type]  # no None left
     return {
         key: found.record
-        for (key, _), found in zip(present, decoded, strict=True)
+        for key, found in zip(keys, decoded, strict=True)
         if found.record is not None and found.scope == scope
     }
