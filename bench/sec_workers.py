@@ -217,7 +217,14 @@ def _measure(
     seconds: float,
     rounds: int,
     store_url: str,
+    arms: tuple[str, ...] = ARMS,
+    proxy_of: dict[str, str] = PROXY_OF,
+    keeping: set[str] = KEEPING,
+    primed: frozenset[str] = frozenset({"with"}),
 ) -> dict[str, dict[str, Any]]:
+    """CPU, latency and what reached the wire per arm (`arms`, each on the proxy
+    `proxy_of[arm]`; an arm in `keeping` has a client sending its reasoning back, the others
+    drop it; an arm in `primed` has its histories' reasoning written to the store first)."""
     results: dict[str, dict[str, Any]] = {
         k: {
             "lat": [],
@@ -229,27 +236,27 @@ def _measure(
             "carried": 0,
             "rounds": [],
         }
-        for k in ARMS
+        for k in arms
     }
     for name in running:
         # Every worker's first calls (LiteLLM's clients, the store's connection) are not measured.
         warm = [agent_history(6, seed=f"warm-{name}-{c}")[0] for c in range(clients * 2)]
         asyncio.run(_load(running[name], warm, 3.0))
     for r in range(rounds):
-        for name in ARMS if r % 2 == 0 else ARMS[::-1]:
-            proxy = running[PROXY_OF[name]]
+        for name in arms if r % 2 == 0 else arms[::-1]:
+            proxy = running[proxy_of[name]]
             # New conversations each round: none is remembered by any worker yet.
             histories = [
                 agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}")
                 for c in range(clients)
             ]
-            if name == "with":
+            if name in primed:
                 _prime(store_url, histories)
             cpu = proxy.group_cpu_seconds()
             start = time.perf_counter()
-            requests = [with_reasoning(h, r) if name in KEEPING else list(h) for h, r in histories]
+            requests = [with_reasoning(h, r) if name in keeping else list(h) for h, r in histories]
             lat, err, sent, carried = asyncio.run(
-                _load(proxy, requests, seconds, keep=name in KEEPING)
+                _load(proxy, requests, seconds, keep=name in keeping)
             )
             res = results[name]
             res["elapsed"] += time.perf_counter() - start

@@ -1,0 +1,78 @@
+"""Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
+as `diag_callbacks.hollow` and `diag_callbacks.onloop`, on the store in
+`LITELLM_REASONING_STORE`."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from typing import Any, TypeVar
+
+from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.stores.redis import RedisStore
+
+T = TypeVar("T")
+
+
+class HollowCallback(ReasoningCallback):
+    """The real class with every hook it overrides returning at once: what LiteLLM itself costs
+    for this hook set, none of the callback's own work (run it with a client keeping its
+    reasoning, so the wire is the same). The failure hooks stay the callback's: the bench's
+    calls do not fail."""
+
+    async def async_pre_call_hook(
+        self, user_api_key_dict: Any, cache: Any, data: Any, call_type: Any, **_: Any
+    ) -> Any:
+        return data
+
+    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
+        return None
+
+    def log_pre_api_call(self, model: Any, messages: Any, kwargs: Any, **_: Any) -> None:
+        return None
+
+    async def async_post_call_success_deployment_hook(
+        self, request_data: Any, response: Any, call_type: Any, **_: Any
+    ) -> Any:
+        return None
+
+    async def async_post_call_streaming_deployment_hook(
+        self, request_data: Any, response_chunk: Any, call_type: Any, **_: Any
+    ) -> Any:
+        return None
+
+    async def async_post_call_streaming_iterator_hook(
+        self, user_api_key_dict: Any, response: Any, request_data: Any, **_: Any
+    ) -> AsyncIterator[Any]:
+        async for chunk in response:
+            yield chunk
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
+    ) -> None:
+        return None
+
+    def log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
+    ) -> None:
+        return None
+
+
+class _OnLoopRedis(RedisStore):
+    async def _off_loop(self, call: Callable[[], T]) -> T:
+        return call()  # blocks the event loop for the round trip: a measurement only
+
+
+def _on_loop() -> ReasoningCallback:
+    """The real callback with its Redis calls made on the event loop's own thread (no hand-off
+    to the store's threads)."""
+    callback = ReasoningCallback(_STORE)
+    backend = getattr(callback.store, "backend", None)  # behind the fail-open layer
+    assert isinstance(backend, RedisStore)
+    backend.__class__ = _OnLoopRedis
+    return callback
+
+
+_STORE = os.environ.get("LITELLM_REASONING_STORE", "")
+hollow = HollowCallback(_STORE) if _STORE else None
+onloop = _on_loop() if _STORE.startswith("redis") else None

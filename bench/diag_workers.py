@@ -1,0 +1,147 @@
+"""Where the callback's CPU goes in the `workers` setup (4 workers, Redis, long agent histories):
+diagnostic arms beside `with` and `keeping`, and the garbage collector of every worker counted.
+
+    python bench/diag_workers.py --arms with,hollow,onloop,keeping --rounds 4 --seconds 30
+
+Arms: `with`, `keeping`, `without`, `empty` as in `sec_workers`; `hollow`: the callback's class
+with every hook returning at once (a keeping client: LiteLLM's own cost of this hook set);
+`onloop`: the callback with its Redis calls on the event loop's thread (no hand-off to the
+store's threads). Prints, per arm, CPU per request (the proxy's process group) and round by
+round, and per proxy the collections per request of each generation and their CPU time
+(`gc_probe/sitecustomize.py` in every worker). Measurements, not designs; see bench/README.md,
+"Where the callback's proxy CPU goes"."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+import sec_workers
+from proxy_proc import ProxyProcess, proxies
+from upstream_proc import upstream_process
+
+HERE = Path(__file__).resolve().parent
+
+CALLBACK_OF = {
+    "without": None,
+    "empty": "empty_callback.callback",
+    "hollow": "diag_callbacks.hollow",
+    "with": "litellm_reasoning.callback",
+    "onloop": "diag_callbacks.onloop",
+}
+PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
+KEEPING = {"keeping", "empty", "hollow"}
+PRIMED = frozenset({"with", "onloop"})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arms", default="with,hollow,onloop,keeping")
+    parser.add_argument("--rounds", type=int, default=4)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--history", type=int, default=1000)
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    prefix = f"bench-diag-{uuid.uuid4().hex[:8]}:"
+    store_url = f"{sec_workers.REDIS}?prefix={prefix}&max_records=1000000"
+    model = sec_workers.MODEL
+    with (
+        upstream_process({model.split("/", 1)[1]: sec_workers.REPLY}, report=True) as base_url,
+        tempfile.TemporaryDirectory(prefix="bench-diag-") as tmp,
+    ):
+        model_list = [
+            {
+                "model_name": "agent",
+                "litellm_params": {"model": model, "api_base": base_url, "api_key": "x"},
+            }
+        ]
+        probe_dir = Path(tmp) / "gc"
+        probe_dir.mkdir()
+        specs: dict[str, ProxyProcess] = {}
+        for name in sorted({PROXY_OF[arm] for arm in arms}):
+            config: dict[str, Any] = {"model_list": model_list}
+            if CALLBACK_OF[name] is not None:
+                config["litellm_settings"] = {"callbacks": CALLBACK_OF[name]}
+            env = {
+                "PYTHONPATH": f"{HERE / 'gc_probe'}:{HERE}",
+                "GC_PROBE_DIR": str(probe_dir),
+                "GC_PROBE_ARM": name,
+                "LITELLM_REASONING_STORE": store_url,
+            }
+            specs[name] = ProxyProcess(config, Path(tmp) / name, env=env, num_workers=args.workers)
+        try:
+            with proxies(specs, timeout=600.0) as running:
+                started = _collections(probe_dir)  # startup's collections, left out
+                results = sec_workers._measure(
+                    running,
+                    args.history,
+                    args.clients,
+                    args.seconds,
+                    args.rounds,
+                    store_url,
+                    arms,
+                    PROXY_OF,
+                    KEEPING,
+                    PRIMED,
+                )
+        finally:
+            sec_workers._forget(prefix)
+        _print(results, arms, _collections(probe_dir, started))
+
+
+def _collections(
+    probe_dir: Path, since: dict[str, list[list[float]]] | None = None
+) -> dict[str, list[list[float]]]:
+    """Per proxy: [collections, seconds] per generation, summed over its workers as their
+    probes last wrote them (after a full collection), minus `since`."""
+    out: dict[str, list[list[float]]] = {}
+    for path in probe_dir.glob("*.json"):
+        proxy = path.stem.rsplit("-", 1)[0]
+        stats = json.loads(path.read_text())
+        totals = out.setdefault(proxy, [[0.0] * 3, [0.0] * 3])
+        for g in range(3):
+            totals[0][g] += stats["collections"][g]
+            totals[1][g] += stats["seconds"][g]
+    for proxy, before in (since or {}).items():
+        for kind in range(2):
+            for g in range(3):
+                out.setdefault(proxy, [[0.0] * 3, [0.0] * 3])[kind][g] -= before[kind][g]
+    return out
+
+
+def _print(
+    results: dict[str, dict[str, Any]],
+    arms: tuple[str, ...],
+    collections: dict[str, list[list[float]]],
+) -> None:
+    requests: dict[str, int] = {}
+    for arm in arms:
+        r = results[arm]
+        ok = max(r["ok"], 1)
+        requests[PROXY_OF[arm]] = requests.get(PROXY_OF[arm], 0) + r["ok"]
+        rounds = ", ".join(f"{1000 * x:.1f}" for x in r["rounds"])
+        print(
+            f"{arm}: CPU per request {1000 * r['cpu'] / ok:.2f} ms (rounds {rounds}); "
+            f"{r['ok']} requests, {r['err']} errors; "
+            f"{r['carried']} of {r['sent']} assistant messages with reasoning on the wire"
+        )
+    for proxy, served in sorted(requests.items()):
+        counts, seconds = collections.get(proxy, [[0.0] * 3, [0.0] * 3])
+        per = ", ".join(
+            f"gen{g} {counts[g] / max(served, 1):.2f} ({1000 * seconds[g] / max(served, 1):.2f} ms)"
+            for g in range(3)
+        )
+        print(
+            f"proxy {proxy}: collections per request {per}; requests per full collection "
+            f"{served / max(counts[2], 1):.1f} (after startup; each worker's warm-up included)"
+        )
+
+
+if __name__ == "__main__":
+    main()
