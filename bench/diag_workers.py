@@ -55,12 +55,7 @@ def main() -> None:
         upstream_process({model.split("/", 1)[1]: sec_workers.REPLY}, report=True) as base_url,
         tempfile.TemporaryDirectory(prefix="bench-diag-") as tmp,
     ):
-        model_list = [
-            {
-                "model_name": "agent",
-                "litellm_params": {"model": model, "api_base": base_url, "api_key": "x"},
-            }
-        ]
+        model_list = sec_workers.agent_model_list(base_url)
         probe_dir = Path(tmp) / "gc"
         probe_dir.mkdir()
         specs: dict[str, ProxyProcess] = {}
@@ -85,10 +80,10 @@ def main() -> None:
                     args.seconds,
                     args.rounds,
                     store_url,
-                    arms,
-                    PROXY_OF,
-                    KEEPING,
-                    PRIMED,
+                    arms=arms,
+                    proxy_of=PROXY_OF,
+                    keeping=KEEPING,
+                    primed=PRIMED,
                 )
         finally:
             sec_workers._forget(prefix)
@@ -96,29 +91,27 @@ def main() -> None:
 
 
 def _collections(
-    probe_dir: Path, since: dict[str, list[list[float]]] | None = None
-) -> dict[str, list[list[float]]]:
-    """Per proxy: [collections, seconds] per generation, summed over its workers as their
-    probes last wrote them (after a full collection), minus `since`."""
-    out: dict[str, list[list[float]]] = {}
+    probe_dir: Path, since: dict[str, list[float]] | None = None
+) -> dict[str, list[float]]:
+    """Per proxy: collections of generations 0-2, then their CPU seconds, summed over its
+    workers as their probes last wrote them (after a full collection), minus `since`."""
+    out: dict[str, list[float]] = {}
     for path in probe_dir.glob("*.json"):
-        proxy = path.stem.rsplit("-", 1)[0]
         stats = json.loads(path.read_text())
-        totals = out.setdefault(proxy, [[0.0] * 3, [0.0] * 3])
-        for g in range(3):
-            totals[0][g] += stats["collections"][g]
-            totals[1][g] += stats["seconds"][g]
-    for proxy, before in (since or {}).items():
-        for kind in range(2):
-            for g in range(3):
-                out.setdefault(proxy, [[0.0] * 3, [0.0] * 3])[kind][g] -= before[kind][g]
+        proxy = path.stem.rsplit("-", 1)[0]
+        before = out.get(proxy, [0.0] * 6)
+        out[proxy] = [
+            a + b for a, b in zip(before, stats["collections"] + stats["seconds"], strict=True)
+        ]
+    for proxy, start in (since or {}).items():
+        out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * 6), start, strict=True)]
     return out
 
 
 def _print(
     results: dict[str, dict[str, Any]],
     arms: tuple[str, ...],
-    collections: dict[str, list[list[float]]],
+    collections: dict[str, list[float]],
 ) -> None:
     requests: dict[str, int] = {}
     for arm in arms:
@@ -132,7 +125,8 @@ def _print(
             f"{r['carried']} of {r['sent']} assistant messages with reasoning on the wire"
         )
     for proxy, served in sorted(requests.items()):
-        counts, seconds = collections.get(proxy, [[0.0] * 3, [0.0] * 3])
+        totals = collections.get(proxy, [0.0] * 6)
+        counts, seconds = totals[:3], totals[3:]
         per = ", ".join(
             f"gen{g} {counts[g] / max(served, 1):.2f} ({1000 * seconds[g] / max(served, 1):.2f} ms)"
             for g in range(3)

@@ -46,6 +46,9 @@ registered, at this history length); `with`: a dropping client and the callback.
 
 PROXY_OF = {"without": "without", "keeping": "without", "empty": "empty", "with": "with"}
 KEEPING = {"keeping", "empty"}
+PRIMED = frozenset({"with"})
+"""Arms whose histories' reasoning is written to the store before they run (a dropping client
+through the callback)."""
 
 # The upstream's reply: a tool call with reasoning (captured by the callback, dropped by the
 # client); its content is replaced by the upstream with "<with reasoning>/<assistant messages>".
@@ -142,15 +145,20 @@ async def _load(
     return latencies, errors, sent, carried
 
 
-def proxy_specs(base_url: str, tmp: str, store_url: str, workers: int) -> dict[str, ProxyProcess]:
-    """The two proxies in front of the local server at `base_url` (model group `agent`): one
-    without a callback, one with this one on the store at `store_url`."""
-    model_list = [
+def agent_model_list(base_url: str) -> list[dict[str, Any]]:
+    """The proxies' one model group, `agent`, in front of the local server at `base_url`."""
+    return [
         {
             "model_name": "agent",
             "litellm_params": {"model": MODEL, "api_base": base_url, "api_key": "x"},
         }
     ]
+
+
+def proxy_specs(base_url: str, tmp: str, store_url: str, workers: int) -> dict[str, ProxyProcess]:
+    """The two proxies in front of the local server at `base_url` (model group `agent`): one
+    without a callback, one with this one on the store at `store_url`."""
+    model_list = agent_model_list(base_url)
     return {
         "without": ProxyProcess(
             {"model_list": model_list}, Path(tmp) / "without", num_workers=workers
@@ -220,7 +228,7 @@ def _measure(
     arms: tuple[str, ...] = ARMS,
     proxy_of: dict[str, str] = PROXY_OF,
     keeping: set[str] = KEEPING,
-    primed: frozenset[str] = frozenset({"with"}),
+    primed: frozenset[str] = PRIMED,
 ) -> dict[str, dict[str, Any]]:
     """CPU, latency and what reached the wire per arm (`arms`, each on the proxy
     `proxy_of[arm]`; an arm in `keeping` has a client sending its reasoning back, the others

@@ -212,9 +212,8 @@ def records_of(
 ) -> dict[str, Reasoning]:
     """The records of `scope` among one read's values (`raws[i]` stored under `keys[i]`,
     None: missing), decoded through `DECODED`."""
-    # No (key, value) pair per record: each new tuple counts towards the collector's next
-    # young collection, which in a busy proxy promotes LiteLLM's in-flight objects and so
-    # brings its costly full collections sooner (zip's own tuple is reused).
+    # No (key, value) pair per record: a new container each, towards the collector's next
+    # young collection (zip's own tuple is reused).
     if None in raws:
         keys = [key for key, raw in zip(keys, raws, strict=True) if raw is not None]
         raws = [raw for raw in raws if raw is not None]
