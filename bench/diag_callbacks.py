@@ -1,9 +1,10 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow` and `diag_callbacks.onloop`, on the store in
+as `diag_callbacks.hollow`, `diag_callbacks.sleepy` and `diag_callbacks.onloop`, on the store in
 `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -58,6 +59,16 @@ class HollowCallback(ReasoningCallback):
         return None
 
 
+class SleepyCallback(HollowCallback):
+    """`HollowCallback` whose pre-call hook only waits (`DIAG_SLEEP_MS`, default 5 ms, on the
+    event loop's timer: no CPU): what a request's longer stay in a busy worker costs LiteLLM
+    itself (its in-flight objects live through more of the collector's young collections)."""
+
+    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
+        await asyncio.sleep(_SLEEP)
+        return None
+
+
 class _OnLoopRedis(RedisStore):
     async def _off_loop(self, call: Callable[[], T]) -> T:
         return call()  # blocks the event loop for the round trip: a measurement only
@@ -74,5 +85,7 @@ def _on_loop() -> ReasoningCallback:
 
 
 _STORE = os.environ.get("LITELLM_REASONING_STORE", "")
+_SLEEP = float(os.environ.get("DIAG_SLEEP_MS", "5")) / 1000
 hollow = HollowCallback(_STORE) if _STORE else None
+sleepy = SleepyCallback(_STORE) if _STORE else None
 onloop = _on_loop() if _STORE.startswith("redis") else None

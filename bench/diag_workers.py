@@ -5,10 +5,13 @@ diagnostic arms beside `with` and `keeping`, and the garbage collector of every 
 
 Arms: `with`, `keeping`, `without`, `empty` as in `sec_workers`; `hollow`: the callback's class
 with every hook returning at once (a keeping client: LiteLLM's own cost of this hook set);
-`onloop`: the callback with its Redis calls on the event loop's thread (no hand-off to the
-store's threads). Prints, per arm, CPU per request (the proxy's process group) and round by
-round, and per proxy the collections per request of each generation and their CPU time
-(`gc_probe/sitecustomize.py` in every worker). Measurements, not designs; see bench/README.md,
+`sleepy`: the hollow class whose pre-call hook waits `DIAG_SLEEP_MS` (default 5) on the loop's
+timer (a keeping client: what a longer stay in the worker costs LiteLLM itself); `onloop`: the
+callback with its Redis calls on the event loop's thread (no hand-off to the store's threads).
+Prints, per arm, CPU per request (the proxy's process group) and round by round, and per proxy
+the collections per request of each generation and their CPU time, and the callback's
+decoded-record cache hits and misses (`gc_probe/sitecustomize.py` in every worker).
+Measurements, not designs; see bench/README.md,
 "Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
@@ -30,11 +33,12 @@ CALLBACK_OF = {
     "without": None,
     "empty": "empty_callback.callback",
     "hollow": "diag_callbacks.hollow",
+    "sleepy": "diag_callbacks.sleepy",
     "with": "litellm_reasoning.callback",
     "onloop": "diag_callbacks.onloop",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
-KEEPING = {"keeping", "empty", "hollow"}
+KEEPING = {"keeping", "empty", "hollow", "sleepy"}
 PRIMED = frozenset({"with", "onloop"})
 
 
@@ -93,18 +97,18 @@ def main() -> None:
 def _collections(
     probe_dir: Path, since: dict[str, list[float]] | None = None
 ) -> dict[str, list[float]]:
-    """Per proxy: collections of generations 0-2, then their CPU seconds, summed over its
-    workers as their probes last wrote them (after a full collection), minus `since`."""
+    """Per proxy: collections of generations 0-2, their CPU seconds, then the callback's
+    decoded-record cache hits and misses, summed over its workers as their probes last wrote
+    them (after a full collection, and at exit), minus `since`."""
     out: dict[str, list[float]] = {}
     for path in probe_dir.glob("*.json"):
         stats = json.loads(path.read_text())
         proxy = path.stem.rsplit("-", 1)[0]
-        before = out.get(proxy, [0.0] * 6)
-        out[proxy] = [
-            a + b for a, b in zip(before, stats["collections"] + stats["seconds"], strict=True)
-        ]
+        before = out.get(proxy, [0.0] * 8)
+        figures = stats["collections"] + stats["seconds"] + stats.get("decoded", [0, 0])
+        out[proxy] = [a + b for a, b in zip(before, figures, strict=True)]
     for proxy, start in (since or {}).items():
-        out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * 6), start, strict=True)]
+        out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * 8), start, strict=True)]
     return out
 
 
@@ -125,8 +129,8 @@ def _print(
             f"{r['carried']} of {r['sent']} assistant messages with reasoning on the wire"
         )
     for proxy, served in sorted(requests.items()):
-        totals = collections.get(proxy, [0.0] * 6)
-        counts, seconds = totals[:3], totals[3:]
+        totals = collections.get(proxy, [0.0] * 8)
+        counts, seconds, (hits, misses) = totals[:3], totals[3:6], totals[6:]
         per = ", ".join(
             f"gen{g} {counts[g] / max(served, 1):.2f} ({1000 * seconds[g] / max(served, 1):.2f} ms)"
             for g in range(3)
@@ -135,6 +139,11 @@ def _print(
             f"proxy {proxy}: collections per request {per}; requests per full collection "
             f"{served / max(counts[2], 1):.1f} (after startup; each worker's warm-up included)"
         )
+        if hits or misses:
+            print(
+                f"proxy {proxy}: decoded records per request: {hits / max(served, 1):.1f} "
+                f"from the cache, {misses / max(served, 1):.1f} decoded anew"
+            )
 
 
 if __name__ == "__main__":

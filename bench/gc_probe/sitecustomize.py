@@ -9,6 +9,7 @@ import atexit
 import gc
 import json
 import os
+import sys
 import time
 from typing import Any
 
@@ -19,6 +20,9 @@ _started = [0.0]
 
 
 def _dump() -> None:
+    codec = sys.modules.get("litellm_reasoning.stores._codec")
+    if codec is not None:  # the callback's decoded records, where it is loaded
+        _stats["decoded"] = [codec.DECODED.hits, codec.DECODED.misses]
     with open(os.path.join(str(_DIR), f"{_ARM}-{os.getpid()}.json"), "w") as out:
         json.dump(_stats, out)
 
