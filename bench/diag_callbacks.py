@@ -1,5 +1,6 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `diag_callbacks.sleepy` and `diag_callbacks.onloop`, on the store in
+as `diag_callbacks.hollow`, `diag_callbacks.sleepy`, `diag_callbacks.inplace` and
+`diag_callbacks.onloop`, on the store in
 `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
@@ -69,6 +70,25 @@ class SleepyCallback(HollowCallback):
         return None
 
 
+class InPlaceCallback(ReasoningCallback):
+    """The real callback, whose rendered messages are then copied into the caller's own dicts
+    (and the caller's list sent): the rendered dicts are freed when the hook returns instead of
+    living through the request. A measurement of what the rendered messages cost the collector,
+    not a design (a retry would see the restored reasoning as the client's own)."""
+
+    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
+        original = kwargs.get("messages")
+        out = await super().async_pre_call_deployment_hook(kwargs, call_type)
+        rendered = out.get("messages") if isinstance(out, dict) else None
+        if type(original) is list and type(rendered) is list and len(original) == len(rendered):
+            for mine, made in zip(original, rendered, strict=True):
+                if mine is not made and type(mine) is dict and type(made) is dict:
+                    mine.clear()
+                    mine.update(made)
+            out["messages"] = original
+        return out
+
+
 class _OnLoopRedis(RedisStore):
     async def _off_loop(self, call: Callable[[], T]) -> T:
         return call()  # blocks the event loop for the round trip: a measurement only
@@ -88,4 +108,5 @@ _STORE = os.environ.get("LITELLM_REASONING_STORE", "")
 _SLEEP = float(os.environ.get("DIAG_SLEEP_MS", "5")) / 1000
 hollow = HollowCallback(_STORE) if _STORE else None
 sleepy = SleepyCallback(_STORE) if _STORE else None
+inplace = InPlaceCallback(_STORE) if _STORE else None
 onloop = _on_loop() if _STORE.startswith("redis") else None

@@ -6,8 +6,10 @@ diagnostic arms beside `with` and `keeping`, and the garbage collector of every 
 Arms: `with`, `keeping`, `without`, `empty` as in `sec_workers`; `hollow`: the callback's class
 with every hook returning at once (a keeping client: LiteLLM's own cost of this hook set);
 `sleepy`: the hollow class whose pre-call hook waits `DIAG_SLEEP_MS` (default 5) on the loop's
-timer (a keeping client: what a longer stay in the worker costs LiteLLM itself); `onloop`: the
-callback with its Redis calls on the event loop's thread (no hand-off to the store's threads).
+timer (a keeping client: what a longer stay in the worker costs LiteLLM itself); `inplace`: the
+callback with its rendered messages copied into the caller's dicts (what the rendered dicts
+cost the collector); `onloop`: the callback with its Redis calls on the event loop's thread (no
+hand-off to the store's threads).
 Prints, per arm, CPU per request (the proxy's process group) and round by round, and per proxy
 the collections per request of each generation and their CPU time, and the callback's
 decoded-record cache hits and misses (`gc_probe/sitecustomize.py` in every worker).
@@ -34,12 +36,13 @@ CALLBACK_OF = {
     "empty": "empty_callback.callback",
     "hollow": "diag_callbacks.hollow",
     "sleepy": "diag_callbacks.sleepy",
+    "inplace": "diag_callbacks.inplace",
     "with": "litellm_reasoning.callback",
     "onloop": "diag_callbacks.onloop",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
-PRIMED = frozenset({"with", "onloop"})
+PRIMED = frozenset({"with", "onloop", "inplace"})
 
 
 def main() -> None:
