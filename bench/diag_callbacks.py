@@ -1,6 +1,5 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `diag_callbacks.sleepy`, `diag_callbacks.inplace` and
-`diag_callbacks.onloop`, on the store in
+as `diag_callbacks.hollow`, `.sleepy`, `.inplace` and `.onloop`, on the store in
 `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
@@ -63,7 +62,8 @@ class HollowCallback(ReasoningCallback):
 class SleepyCallback(HollowCallback):
     """`HollowCallback` whose pre-call hook only waits (`DIAG_SLEEP_MS`, default 5 ms, on the
     event loop's timer: no CPU): what a request's longer stay in a busy worker costs LiteLLM
-    itself (its in-flight objects live through more of the collector's young collections)."""
+    itself, its in-flight objects living through more of the collector's young collections
+    (measured: nothing; bench/README.md)."""
 
     async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
         await asyncio.sleep(_SLEEP)
