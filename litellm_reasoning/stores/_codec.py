@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
 
+from ..accelerator import NATIVE
 from ..core.reasoning import Reasoning
 from ..core.shared_keys import SHARED
 from ._base import record_size
@@ -183,8 +184,14 @@ class DecodedRecords:
     def _decode_new(self, key: int, data: bytes) -> Decoded:
         decoded = decode(data)
         size = len(data)
-        if decoded.record is None or size > self.max_bytes // 8:
+        record = decoded.record
+        if record is None or size > self.max_bytes // 8:
             return decoded  # junk is not worth keeping; one huge record does not flush the rest
+        if NATIVE is not None:
+            # Long-lived and in no cycle (frozen, made of parsed JSON): off the collector's lists,
+            # as the prefix memo's copies are. Five objects per record, tens of thousands of
+            # records in a proxy worker's cache, each traversed by every full collection.
+            NATIVE.untrack([decoded, record, record.parts, *record.parts])
         with self._lock:
             self.misses += 1
             held = self._entries.pop(key, None)  # another record's of the same hash: replaced

@@ -924,6 +924,34 @@ def test_a_record_is_decoded_once_and_a_rewrite_or_delete_still_shows(
         store.close()
 
 
+def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
+    """A cached record (its envelope, the record, its parts and their tuple) is long-lived and in
+    no cycle: with the accelerator it is untracked, so a proxy worker's full collections do not
+    traverse tens of thousands of them (reference counting still frees it). A record too large
+    for the cache is left as it is; the pure path leaves every one."""
+    import gc
+
+    from litellm_reasoning.accelerator import NATIVE
+    from litellm_reasoning.stores import _codec
+
+    record = Reasoning(
+        parts=(ReasoningPart(text="one"), ReasoningPart(kind="redacted", data="opaque")),
+        provider="anthropic",
+        conversation="c1",
+    )
+    cache = _codec.DecodedRecords(max_bytes=1 << 20)
+    (decoded,) = cache.decode_many([_codec.encode(A, record, 1.0)])
+    assert decoded.record == record and decoded.record.conversation == "c1"
+    kept = [decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
+    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 5
+    (again,) = cache.decode_many([_codec.encode(A, record, 1.0)])
+    assert again is decoded and cache.hits == 1
+
+    small = _codec.DecodedRecords(max_bytes=64)  # every record too large to keep
+    (passing,) = small.decode_many([_codec.encode(A, record, 1.0)])
+    assert gc.is_tracked(passing.record)
+
+
 def test_the_decode_cache_answers_only_the_bytes_it_decoded() -> None:
     """Records are found by their bytes' hash, but an entry answers only bytes of the length
     it was decoded from (a colliding value of another length is decoded, and replaces it), and
