@@ -42,6 +42,9 @@ CALLBACK_OF = {
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
 PRIMED = frozenset({"with", "onloop", "inplace"})
+FIGURES = 8
+"""What `_collections` sums per proxy: collections of generations 0-2, their CPU seconds, and
+the decoded-record cache's hits and misses."""
 
 
 def main() -> None:
@@ -99,18 +102,17 @@ def main() -> None:
 def _collections(
     probe_dir: Path, since: dict[str, list[float]] | None = None
 ) -> dict[str, list[float]]:
-    """Per proxy: collections of generations 0-2, their CPU seconds, then the callback's
-    decoded-record cache hits and misses, summed over its workers as their probes last wrote
-    them (after a full collection, and at exit), minus `since`."""
+    """Per proxy: its `FIGURES`, summed over its workers as their probes last wrote them (after
+    a full collection, and at exit), minus `since`."""
     out: dict[str, list[float]] = {}
     for path in probe_dir.glob("*.json"):
         stats = json.loads(path.read_text())
         proxy = path.stem.rsplit("-", 1)[0]
-        before = out.get(proxy, [0.0] * 8)
+        before = out.get(proxy, [0.0] * FIGURES)
         figures = stats["collections"] + stats["seconds"] + stats.get("decoded", [0, 0])
         out[proxy] = [a + b for a, b in zip(before, figures, strict=True)]
     for proxy, start in (since or {}).items():
-        out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * 8), start, strict=True)]
+        out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * FIGURES), start, strict=True)]
     return out
 
 
@@ -131,10 +133,11 @@ def _print(
             f"{r['carried']} of {r['sent']} assistant messages with reasoning on the wire"
         )
     for proxy, served in sorted(requests.items()):
-        totals = collections.get(proxy, [0.0] * 8)
+        totals = collections.get(proxy, [0.0] * FIGURES)
         counts, seconds, (hits, misses) = totals[:3], totals[3:6], totals[6:]
+        per_request = max(served, 1)
         per = ", ".join(
-            f"gen{g} {counts[g] / max(served, 1):.2f} ({1000 * seconds[g] / max(served, 1):.2f} ms)"
+            f"gen{g} {counts[g] / per_request:.2f} ({1000 * seconds[g] / per_request:.2f} ms)"
             for g in range(3)
         )
         print(
@@ -143,8 +146,8 @@ def _print(
         )
         if hits or misses:
             print(
-                f"proxy {proxy}: decoded records per request: {hits / max(served, 1):.1f} "
-                f"from the cache, {misses / max(served, 1):.1f} decoded anew"
+                f"proxy {proxy}: decoded records per request: {hits / per_request:.1f} "
+                f"from the cache, {misses / per_request:.1f} decoded anew"
             )
 
 
