@@ -10,12 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from operator import attrgetter
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from .dialect import Dialect
 from .policy import StripRule, TurnPolicy, leading_run_violations, over_budget
-from .reasoning import Reasoning
+from .reasoning import Reasoning, counted_tokens
 from .render import Rendered
 from .turns import item_without_turn
 
@@ -55,9 +54,6 @@ class CountedMapping:
         return sum(self.counts(indices))
 
 
-_ESTIMATED_TOKENS = attrgetter("estimated_tokens")
-
-
 class RecordCounts:
     """`TokenCounts` of a rendered request with the default counter: each message's reasoning
     is its stored record where it was restored, else its own; each record knows its count
@@ -79,10 +75,13 @@ class RecordCounts:
             records: list[Reasoning | None] = list(map(stored.get, indices))
         else:
             records = [stored.get(i) if i in restored else owns[i] for i in indices]
-        try:  # every index has a record (the common case): the estimates read in C
-            return list(map(_ESTIMATED_TOKENS, records))
+        try:  # every index has a record counted before (the common case): read in C
+            counts: list[int | None] = list(map(counted_tokens, records))
+            if None not in counts:
+                return cast(list[int], counts)
         except AttributeError:  # None where neither the store nor the client had one
-            return [r.estimated_tokens if r is not None else 0 for r in records]
+            pass
+        return [r.estimated_tokens if r is not None else 0 for r in records]
 
     def total(self, indices: Sequence[int]) -> int:
         return sum(self.counts(indices))

@@ -7,6 +7,7 @@ store, the turn rule and the dialects share one vocabulary. Pure data: no LiteLL
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Literal
 
 PartKind = Literal["thinking", "redacted", "encrypted"]
@@ -184,3 +185,8 @@ class Reasoning:
         return cls(
             parts=(ReasoningPart(text=text),) if text else (), provider=provider, model=model
         )
+
+
+counted_tokens = attrgetter("_tokens")
+"""A record's `estimated_tokens` once worked out, else None: read in C (`map` over many
+records), where the property is a Python call per record."""

@@ -37,6 +37,9 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger("litellm_reasoning")
 
+_PREVIOUS = (-1).__add__
+"""index -> the index before it (in C)."""
+
 
 @dataclass(slots=True)
 class LegacyKeys:
@@ -120,7 +123,11 @@ class ChatMessages:
         wanted = plan(
             messages, dialect, target.policy, owns, history.assistant, turn_start=turn_start
         )
-        digests, empty = history.digests, identity.EMPTY_DIGEST
+        # The conversation state each looked-up message answered (the digest before it), in C.
+        before_of = map(history.digests.__getitem__, map(_PREVIOUS, wanted))
+        before = dict(zip(wanted, before_of, strict=True))
+        if 0 in before:  # nothing before the first message
+            before[0] = identity.EMPTY_DIGEST
         required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
             messages,
@@ -129,7 +136,7 @@ class ChatMessages:
             facts.model,
             scope,
             history.keys_for(wanted),
-            {i: digests[i - 1] if i > 0 else empty for i in wanted},
+            before,
             history.digest,
             owns,
             # Only a store shared with earlier releases can hold what they wrote.

@@ -204,7 +204,11 @@ class Engine:
         )
         if legacy is not None and not isinstance(found, LocalAnswer):
             # Earlier releases' keys: made and read only for the messages the read missed.
-            missed = [i for i, key in keys.items() if key not in found]
+            missed = (
+                []
+                if all(map(found.__contains__, keys.values()))  # in C: the common case
+                else [i for i, key in keys.items() if key not in found]
+            )
             older_keys = legacy(missed) if missed else {}
             older = sorted({key for i in missed for key in older_keys.get(i, ())})
             if older:

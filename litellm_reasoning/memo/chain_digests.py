@@ -11,10 +11,11 @@ again (a client that moves its `cache_control` markers changes two messages of a
 the identity of the rest): what a request gets is exactly what the walk without the memo
 computes (tests/core/test_prefix_cache.py).
 
-Bounded: a few conversations per scope, scopes least recently used first out once the bytes
-held pass `max_bytes` (an item's bytes and its bookkeeping), and past `max_conversations` in
-all (many short conversations: a gateway's many end users). No LiteLLM, no I/O; safe to share
-between threads.
+Bounded: `per_scope` conversations per scope (a worker behind a busy key serves many agents),
+the least recently remembered conversation first out once the bytes held pass `max_bytes` (an
+item's bytes and its bookkeeping), and past `max_conversations` in all (many short
+conversations: a gateway's many end users). No LiteLLM, no I/O; safe to share between
+threads.
 """
 
 from __future__ import annotations
@@ -24,10 +25,16 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
+
+from .continuation import best_earlier
 
 Step = Callable[[str, Any], str]
 """`step(digest before an item, item)`: the digest after it (a format's identity)."""
+
+_ENCODED = attrgetter("encoded")
+"""A remembered walk's encoded items."""
 
 _MARSHAL_VERSION = 2
 """The last format without back-references: later ones write one where an object is referred
@@ -74,14 +81,18 @@ class ChainDigests:
         facts_of: Callable[[Any], Any] | None = None,
         *,
         max_bytes: int = 32 * 1024 * 1024,
-        per_scope: int = 4,
+        per_scope: int = 64,
         max_conversations: int = 2048,
     ) -> None:
         self.step, self.empty, self.facts_of = step, empty, facts_of
         self.max_bytes, self.per_scope = max_bytes, per_scope
         self.max_conversations = max_conversations
         self._count = 0
-        self._scopes: OrderedDict[str, list[ChainWalk]] = OrderedDict()
+        self._scopes: dict[str, list[ChainWalk]] = {}
+        """Each scope's conversations, most recently remembered first."""
+        self._recency: OrderedDict[int, tuple[str, ChainWalk]] = OrderedDict()
+        """Every remembered conversation by `id`, least recently remembered first: over a cap
+        the oldest goes, whichever scope holds it."""
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -107,11 +118,7 @@ class ChainDigests:
         encoded = [_encoded(item) for item in items]
         with self._lock:
             candidates = list(self._scopes.get(scope, ()))
-        earlier, same = None, 0
-        for candidate in candidates:
-            matched = _equal_start(encoded, candidate.encoded)
-            if matched > same:
-                earlier, same = candidate, matched
+        earlier, same = best_earlier(encoded, candidates, _ENCODED, _equal_start)
         out = [self.empty]
         facts_of, step = self.facts_of, self.step
         facts: list[Any] = []
@@ -156,20 +163,24 @@ class ChainDigests:
             held.insert(0, walked)
             self._bytes += walked.size
             self._count += 1
+            self._recency[id(walked)] = (walked.scope, walked)
             while len(held) > self.per_scope:
                 self._forgot(held.pop())
             self._scopes[walked.scope] = held
             while (self._bytes > self.max_bytes or self._count > self.max_conversations) and (
-                self._scopes
+                self._recency
             ):
-                oldest = next(iter(self._scopes.values()))
-                self._forgot(oldest.pop())
-                if not oldest:
-                    self._scopes.popitem(last=False)
+                scope, oldest = next(iter(self._recency.values()))
+                in_scope = self._scopes[scope]
+                in_scope.remove(oldest)  # by identity (`eq=False`)
+                self._forgot(oldest)
+                if not in_scope:
+                    del self._scopes[scope]
 
     def _forgot(self, walked: ChainWalk) -> None:
         self._bytes -= walked.size
         self._count -= 1
+        del self._recency[id(walked)]
 
 
 _ITEM_OVERHEAD = 240

@@ -12,8 +12,10 @@ bytes, its digest (while every message before it matched too), its store key, th
 carries and how it was rendered (`render.Recipe`). Everything else is computed as without the
 cache, so what a request gets is what the uncached path computes (tests/test_prefix_cache.py).
 
-Bounded: a few conversations per scope, scopes least recently used first out once the estimated
-size passes `max_bytes`. Pure (no LiteLLM, no I/O); safe to share between threads.
+Bounded: `per_scope` conversations per scope (a worker behind a busy key serves many agents),
+the least recently remembered conversation first out once the estimated size passes
+`max_bytes` or their count `max_histories`. Pure (no LiteLLM, no I/O); safe to share between
+threads.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
+from operator import attrgetter
 from typing import Any
 
 from ..accelerator import NATIVE
@@ -35,10 +38,14 @@ from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, Replay, _own
 from ..core.turns import TURN_KEY, carries_turn
+from .continuation import best_earlier
 
 REPLAY: Replay | None = NATIVE.replay if NATIVE is not None else None
 """The accelerator's loop over the assistant messages whose remembered recipe (`History.recipes`)
 holds as it is, for `core.render.render`; None without the accelerator."""
+
+_COPIES = attrgetter("copies")
+"""A remembered history's copies of its messages."""
 
 _UNEQUAL = object()
 """The copy kept of a message that cannot be copied (not JSON): equal to no message."""
@@ -305,16 +312,23 @@ class PrefixCache:
     """Per-scope memory of recent conversations (see the module docstring)."""
 
     def __init__(
-        self, *, max_bytes: int = 64 * 1024 * 1024, per_scope: int = 8, max_histories: int = 2048
+        self, *, max_bytes: int = 64 * 1024 * 1024, per_scope: int = 64, max_histories: int = 2048
     ) -> None:
         self.max_bytes = max_bytes
         self.per_scope = per_scope
+        """Conversations kept per scope: a proxy worker serving many agents on one key holds
+        each one's last request (beyond it, every request of that key is walked cold)."""
         self.max_histories = max_histories
         """A cap on conversations remembered across all scopes: the byte estimate undercounts
         Python's per-object overhead, which dominates for many short conversations (a gateway
         with many end users)."""
         self._count = 0
-        self._scopes: OrderedDict[str, list[History]] = OrderedDict()
+        self._scopes: dict[str, list[History]] = {}
+        """Each scope's conversations, most recently remembered first."""
+        self._recency: OrderedDict[int, tuple[str, History]] = OrderedDict()
+        """Every remembered conversation by `id`, least recently remembered first: over a cap
+        the oldest goes, whichever scope holds it (a busy key does not push another key's newer
+        conversations out first)."""
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -322,14 +336,7 @@ class PrefixCache:
         """`messages` hashed, reusing what an earlier request of `scope` computed."""
         with self._lock:
             candidates = list(self._scopes.get(scope, ()))
-        earlier: History | None = None
-        same = 0
-        for candidate in candidates:
-            matched = _equal_prefix(messages, candidate.copies)
-            if matched > same:
-                earlier, same = candidate, matched
-            if matched == len(candidate.copies):
-                break  # this request continues it: none can match longer in practice
+        earlier, same = best_earlier(messages, candidates, _COPIES, _equal_prefix)
         if earlier is not None:
             for index in earlier.unsure:
                 if index >= same:
@@ -576,20 +583,25 @@ class PrefixCache:
             kept.insert(0, history)
             self._bytes += history.size + history.held_bytes()
             self._count += 1
+            self._recency[id(history)] = (history.scope, history)
             while len(kept) > self.per_scope:
                 self._forget(kept.pop())
             self._scopes[history.scope] = kept
             while (self._bytes > self.max_bytes or self._count > self.max_histories) and (
-                self._scopes
+                self._recency
             ):
-                scope, oldest = next(iter(self._scopes.items()))
-                self._forget(oldest.pop())
-                if not oldest:
+                scope, oldest = next(iter(self._recency.values()))
+                held = self._scopes[scope]
+                # By identity: `History` compares by value.
+                del held[next(i for i, h in enumerate(held) if h is oldest)]
+                self._forget(oldest)
+                if not held:
                     del self._scopes[scope]
 
     def _forget(self, history: History) -> None:
         self._bytes -= history.size + history.held_bytes()
         self._count -= 1
+        del self._recency[id(history)]
 
     @property
     def size(self) -> int:

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import threading
 import time
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +29,9 @@ from ._base import (
 
 @dataclass(slots=True)
 class _Tenant:
-    keys: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    keys: OrderedDict[str, Reasoning] = field(default_factory=OrderedDict)
+    """Key -> its record (the one `_records` holds), least recently used first: a read finds
+    its records here in C, without a tuple per key."""
     bytes: int = 0
 
 
@@ -76,6 +79,9 @@ class MemoryStore(ReasoningStore):
         self._by_scope: dict[str, _Tenant] = {}
         """Each tenant's keys, least recently used first, and its bytes."""
         self._bytes = 0
+        self._expiry_floor = math.inf
+        """No record held expires before this (a lower bound, made exact again by each sweep):
+        until then a read needs no per-record expiry check."""
         self.evictions = Evictions()
         self._writes = 0
         # Sync LiteLLM calls capture on its logging thread pool while requests read; the lock
@@ -84,22 +90,29 @@ class MemoryStore(ReasoningStore):
 
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         now = self._clock()
-        found: dict[str, Reasoning] = {}
-        entry_of = self._records.get
         with self._lock:
             tenant = self._by_scope.get(scope)
             if tenant is None:
-                return found
-            used = tenant.keys.move_to_end
-            for key in keys:
-                entry = entry_of((scope, key))
-                if entry is None:
-                    continue
-                if entry.expires_at <= now:
-                    self._drop((scope, key))
-                    continue
-                used(key)
-                found[key] = entry.record
+                return {}
+            held = tenant.keys
+            if now < self._expiry_floor:  # nothing has expired: an agent loop's common read
+                found = {
+                    key: record
+                    for key, record in zip(keys, map(held.get, keys), strict=True)
+                    if record is not None
+                }
+            else:
+                found = {}
+                for key in keys:
+                    entry = self._records.get((scope, key))
+                    if entry is None:
+                        continue
+                    if entry.expires_at <= now:
+                        self._drop((scope, key))
+                        continue
+                    found[key] = entry.record
+            # Each found key becomes the tenant's most recently used (in C).
+            deque(map(held.move_to_end, found), maxlen=0)
         return found
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
@@ -117,13 +130,18 @@ class MemoryStore(ReasoningStore):
             if self._writes % _SWEEP_EVERY == 0:
                 for where in [w for w, e in self._records.items() if e.expires_at <= now]:
                     self._drop(where)
+                self._expiry_floor = min(
+                    (e.expires_at for e in self._records.values()), default=math.inf
+                )
             self._evict()
 
     def _set(self, scope: str, key: str, record: Reasoning, size: int, now: float) -> None:
         self._drop((scope, key))
-        self._records[(scope, key)] = _Entry(now, now + self.ttl_seconds, size, record)
+        expires_at = now + self.ttl_seconds
+        self._records[(scope, key)] = _Entry(now, expires_at, size, record)
+        self._expiry_floor = min(self._expiry_floor, expires_at)
         tenant = self._by_scope.setdefault(scope, _Tenant())
-        tenant.keys[key] = None
+        tenant.keys[key] = record
         tenant.bytes += size
         self._bytes += size
 

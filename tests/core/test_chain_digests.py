@@ -270,3 +270,43 @@ def test_many_short_conversations_are_capped_by_count() -> None:
     memo.step = counted
     memo.digests("ns=user-299", [{"role": "user", "content": "hi 299"}])
     assert counted.steps == 0
+
+
+def _session(seed: int, turns: int) -> list[dict[str, Any]]:
+    """One Claude Code session of a team key: every session starts alike, their tool results
+    differ."""
+    out = _claude_code(turns)
+    for message in out[2::3]:
+        message["content"][0]["content"] = f"ok {seed}"
+    return out
+
+
+def test_every_session_of_a_busy_key_continues_its_own() -> None:
+    """64 sessions on one key, their requests interleaved: each steps only its new messages
+    (with a few conversations per scope kept, each of these requests stepped them all)."""
+    counted = CountedSteps()
+    memo = ChainDigests(counted, blocks.EMPTY)
+    sessions = range(64)
+    for session in sessions:
+        memo.digests(SCOPE, _session(session, 5))
+    before = counted.steps
+    for session in sessions:
+        second = _session(session, 6)
+        assert memo.digests(SCOPE, second) == blocks.prefix_digests(second)
+    assert counted.steps - before == 64 * 3
+
+
+def test_over_a_cap_the_oldest_conversation_goes_whatever_its_scope() -> None:
+    """A busy key does not push another key's newer conversation out before its own older
+    ones."""
+    counted = CountedSteps()
+    memo = ChainDigests(counted, blocks.EMPTY, max_conversations=3)
+    for scope, session in (("ns=busy", 1), ("ns=busy", 2), ("ns=quiet", 3), ("ns=busy", 4)):
+        memo.digests(scope, _session(session, 2))
+    assert memo.conversations == 3
+    before = counted.steps
+    memo.digests("ns=quiet", _session(3, 3))  # remembered: only its new turn is stepped
+    assert counted.steps - before == 3
+    # The oldest, forgotten: all of it but the two messages every session starts with.
+    memo.digests("ns=busy", _session(1, 3))
+    assert counted.steps - before == 3 + 9 - 2

@@ -490,6 +490,60 @@ def test_many_short_conversations_are_capped_by_count() -> None:
     assert remembered.reused == 1 and forgotten.reused == 0
 
 
+def _agent(seed: int, steps: int) -> list[dict[str, Any]]:
+    """One agent's tool loop of `steps` calls; every agent shares the system prompt and its
+    first user message (one product's agents on one key)."""
+    return [
+        {**message, "content": f"{message['content']}@{seed}"}
+        if message["role"] in ("tool", "assistant") and message.get("content")
+        else message
+        for message in _loop(steps)
+    ]
+
+
+def test_every_agent_of_a_busy_key_continues_its_own_conversation() -> None:
+    """64 agents on one key, their requests interleaved (a proxy worker behind a busy key):
+    each request reuses its own agent's previous one (with a few conversations per scope
+    kept, every one of these requests was walked cold)."""
+    cache = PrefixCache()
+    agents = range(64)
+    for agent in agents:
+        cache.remember(cache.walk(SCOPE, _agent(agent, 3)))
+    for steps in (4, 5):
+        for agent in agents:
+            messages = _agent(agent, steps)
+            history = cache.walk(SCOPE, messages)
+            assert history.reused == len(_agent(agent, steps - 1)), agent
+            assert history.digests == identity.prefix_digests(messages)
+            cache.remember(history)
+    assert len(cache) == 64
+
+
+def test_the_longest_conversation_a_request_continues_is_reused() -> None:
+    """Two remembered requests a new one both continues (a conversation's earlier request
+    remembered after a later one, as a retry does): the longer one is reused."""
+    cache = PrefixCache()
+    longer, shorter = _loop(6), _loop(3)
+    cache.remember(cache.walk(SCOPE, longer))
+    cache.remember(cache.walk(SCOPE, copy.deepcopy(shorter)))
+    assert cache.walk(SCOPE, _loop(7)).reused == len(longer)
+
+
+def test_over_a_cap_the_oldest_conversation_goes_whatever_its_scope() -> None:
+    """A busy key does not push another key's newer conversation out before its own older
+    ones."""
+    cache = PrefixCache(max_histories=3)
+    busy, quiet = "ns=busy", "ns=quiet"
+    cache.remember(cache.walk(busy, _agent(1, 2)))
+    cache.remember(cache.walk(busy, _agent(2, 2)))
+    cache.remember(cache.walk(quiet, _agent(3, 2)))
+    cache.remember(cache.walk(busy, _agent(4, 2)))  # over the cap: agent 1's goes
+    assert len(cache) == 3
+    assert cache.walk(quiet, _agent(3, 3)).reused == len(_agent(3, 2))
+    assert cache.walk(busy, _agent(2, 3)).reused == len(_agent(2, 2))
+    assert cache.walk(busy, _agent(1, 3)).reused < len(_agent(1, 2))
+
+
 # ------------------------------------------------------------------ through real LiteLLM
 
 

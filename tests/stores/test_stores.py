@@ -387,6 +387,20 @@ async def test_oldest_evicted_over_byte_cap(harness: Harness, mode: str) -> None
     assert set(await ops.get(A, [f"k{i}" for i in range(4)])) == {"k2", "k3"}
 
 
+def test_memory_a_read_makes_its_records_the_most_recently_used() -> None:
+    """The in-process store evicts the least recently *used* record: one read since it was
+    written outlives one written after it but never read; a read does not extend the TTL."""
+    now = [1000.0]
+    store = MemoryStore(max_records=3, ttl_seconds=100, clock=lambda: now[0])
+    store.put_many(A, {"k0": text("r0"), "k1": text("r1"), "k2": text("r2")})
+    assert set(store.get_many(A, ["k0", "missing"])) == {"k0"}
+    store.put_many(A, {"k3": text("r3")})  # over the cap: k1, the least recently used, goes
+    assert set(store.get_many(A, ["k0", "k1", "k2", "k3"])) == {"k0", "k2", "k3"}
+    now[0] += 101  # every record is past its TTL, however recently read
+    assert store.get_many(A, ["k0", "k2", "k3"]) == {}
+    assert len(store) == 0
+
+
 async def test_one_tenants_volume_never_evicts_another_tenants_records(
     harness: Harness, mode: str
 ) -> None:
