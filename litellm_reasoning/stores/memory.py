@@ -75,13 +75,18 @@ class MemoryStore(ReasoningStore):
         self.ttl_seconds = ttl_seconds
         self.max_record_bytes = max_record_bytes
         self._clock = clock
-        self._records: dict[tuple[str, str], _Entry] = {}
+        self._records: OrderedDict[tuple[str, str], _Entry] = OrderedDict()
+        """Every record, in the order written (a rewrite moves it to the end)."""
         self._by_scope: dict[str, _Tenant] = {}
         """Each tenant's keys, least recently used first, and its bytes."""
         self._bytes = 0
         self._expiry_floor = math.inf
-        """No record held expires before this (a lower bound, made exact again by each sweep):
-        until then a read needs no per-record expiry check."""
+        """No record held expires before this (a lower bound): until then a read needs no
+        per-record expiry check."""
+        self._last_expiry = -math.inf
+        self._in_order = True
+        """Whether every record expires no earlier than those written before it (a clock that
+        never went back and one TTL): then the oldest written is the next to expire."""
         self.evictions = Evictions()
         self._writes = 0
         # Sync LiteLLM calls capture on its logging thread pool while requests read; the lock
@@ -91,6 +96,8 @@ class MemoryStore(ReasoningStore):
     def get_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         now = self._clock()
         with self._lock:
+            if now >= self._expiry_floor:
+                self._expire_oldest(now)
             tenant = self._by_scope.get(scope)
             if tenant is None:
                 return {}
@@ -101,7 +108,7 @@ class MemoryStore(ReasoningStore):
                     for key, record in zip(keys, map(held.get, keys), strict=True)
                     if record is not None
                 }
-            else:
+            else:  # expiries out of write order: each record checked
                 found = {}
                 for key in keys:
                     entry = self._records.get((scope, key))
@@ -114,6 +121,24 @@ class MemoryStore(ReasoningStore):
             # Each found key becomes the tenant's most recently used (in C).
             deque(map(held.move_to_end, found), maxlen=0)
         return found
+
+    def _expire_oldest(self, now: float) -> None:
+        """Drop the expired records from the oldest written on and move the floor to the next
+        expiry, where expiries follow the write order (a long-running process reads past the
+        first records' TTL all the time). Under the lock."""
+        if not self._in_order:
+            return
+        records = self._records
+        expired = []
+        for where, entry in records.items():
+            if entry.expires_at > now:
+                self._expiry_floor = entry.expires_at
+                break
+            expired.append(where)
+        else:
+            self._expiry_floor = math.inf
+        for where in expired:
+            self._drop(where)
 
     def put_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         now = self._clock()
@@ -140,6 +165,9 @@ class MemoryStore(ReasoningStore):
         expires_at = now + self.ttl_seconds
         self._records[(scope, key)] = _Entry(now, expires_at, size, record)
         self._expiry_floor = min(self._expiry_floor, expires_at)
+        if expires_at < self._last_expiry:
+            self._in_order = False  # from now on only the sweep moves the floor
+        self._last_expiry = max(self._last_expiry, expires_at)
         tenant = self._by_scope.setdefault(scope, _Tenant())
         tenant.keys[key] = record
         tenant.bytes += size

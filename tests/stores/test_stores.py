@@ -401,6 +401,28 @@ def test_memory_a_read_makes_its_records_the_most_recently_used() -> None:
     assert len(store) == 0
 
 
+def test_memory_records_expire_on_time_in_a_long_steady_run() -> None:
+    """Writes, rewrites and reads going on for many TTLs (a long-running process): every read
+    answers exactly the records younger than the TTL, also after the wall clock was set back."""
+    now = [0.0]
+    ttl = 10.0
+    store = MemoryStore(ttl_seconds=ttl, clock=lambda: now[0])
+    written: dict[str, float] = {}
+    gone: set[str] = set()  # seen expired once: gone, even if the clock is set back later
+    for step in range(200):
+        if step == 120:
+            now[0] -= 3  # the wall clock set back: expiries no longer follow the write order
+        keys = [f"k{step}"] + ([f"k{step - 5}"] if step % 7 == 0 and step >= 5 else [])
+        store.put_many(A, {key: text(f"{key} at {now[0]}") for key in keys})
+        written.update(dict.fromkeys(keys, now[0]))
+        gone.difference_update(keys)
+        young = {key for key, at in written.items() if at + ttl > now[0]} - gone
+        assert set(store.get_many(A, list(written))) == young, step
+        assert len(store) == len(young)
+        gone.update(set(written) - young)
+        now[0] += 0.5
+
+
 async def test_one_tenants_volume_never_evicts_another_tenants_records(
     harness: Harness, mode: str
 ) -> None:
