@@ -5,6 +5,7 @@ request should cost one comparison per conversation it does not continue."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any, TypeVar
 
 Held = TypeVar("Held")
@@ -41,20 +42,25 @@ def longest_continued(
     agent loop's next request), and how many items it holds; (None, 0) for none.
     `equal_start(items, held)`: how many leading items are equal, by the memo's own rule. Each
     candidate is first told apart by its last item alone (one comparison, where the
-    conversations of one key differ), then checked whole."""
+    conversations of one key differ), then checked whole, the longest first: the first one
+    found is the answer (a request remembered beside a shorter one it repeats is compared
+    once, not twice)."""
     count = len(items)
-    found: Held | None = None
-    longest = 0
-    for candidate in candidates:
-        held = held_items(candidate)
-        end = len(held)
+    helds = [
+        (len(held), held, candidate) for candidate in candidates if (held := held_items(candidate))
+    ]
+    helds.sort(key=_LENGTH, reverse=True)
+    for end, held, candidate in helds:
         if (
-            longest < end <= count
+            end <= count
             and _equal(items[end - 1], held[end - 1])
             and equal_start(items, held) == end
         ):
-            found, longest = candidate, end
-    return found, longest
+            return candidate, end
+    return None, 0
+
+
+_LENGTH = itemgetter(0)
 
 
 def _equal(item: Any, held: Any) -> bool:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from collections.abc import Sequence
 from importlib import resources
 from typing import Any
 
@@ -31,7 +32,8 @@ from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered, assistant_indices, own_reasonings, render
 from litellm_reasoning.core.turns import carries_turn
 from litellm_reasoning.memo import prefix_cache
-from litellm_reasoning.memo.prefix_cache import History, PrefixCache
+from litellm_reasoning.memo.continuation import longest_continued
+from litellm_reasoning.memo.prefix_cache import History, PrefixCache, _equal_prefix
 from litellm_reasoning.testing.upstream import Reply, Upstream
 from litellm_reasoning.wire import dialect_names, get_dialect
 
@@ -527,6 +529,21 @@ def test_the_longest_conversation_a_request_continues_is_reused() -> None:
     cache.remember(cache.walk(SCOPE, longer))
     cache.remember(cache.walk(SCOPE, copy.deepcopy(shorter)))
     assert cache.walk(SCOPE, _loop(7)).reused == len(longer)
+
+
+def test_a_request_repeating_two_remembered_ones_is_compared_whole_once() -> None:
+    """A retried request is remembered beside the shorter one before it: the next request
+    continues both, and its history is compared with one of them, the longer, not both."""
+    compared: list[int] = []
+
+    def counted(items: Sequence[Any], held: Sequence[Any]) -> int:
+        compared.append(len(held))
+        return _equal_prefix(items, list(held))
+
+    shorter, longer = _loop(3), _loop(6)
+    found, reused = longest_continued(_loop(7), [shorter, longer], lambda held: held, counted)
+    assert found is longer and reused == len(longer)
+    assert compared == [len(longer)]
 
 
 def test_over_a_cap_the_oldest_conversation_goes_whatever_its_scope() -> None:
