@@ -53,7 +53,7 @@ def longest_continued(
     for end, held, candidate in helds:
         if (
             end <= count
-            and _equal(items[end - 1], held[end - 1])
+            and equal(items[end - 1], held[end - 1])
             and equal_start(items, held) == end
         ):
             return candidate, end
@@ -63,8 +63,9 @@ def longest_continued(
 _LENGTH = itemgetter(0)
 
 
-def _equal(item: Any, held: Any) -> bool:
+def equal(item: Any, held: Any) -> bool:
+    """`item == held`, False where `==` raises (such an object equals nothing)."""
     try:
         return bool(item == held)
-    except Exception:  # an object whose `==` raises equals nothing
+    except Exception:
         return False

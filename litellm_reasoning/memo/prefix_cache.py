@@ -38,7 +38,7 @@ from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, Replay, _own
 from ..core.turns import TURN_KEY, carries_turn
-from .continuation import best_earlier
+from .continuation import best_earlier, equal
 
 REPLAY: Replay | None = NATIVE.replay if NATIVE is not None else None
 """The accelerator's loop over the assistant messages whose remembered recipe (`History.recipes`)
@@ -301,13 +301,6 @@ def _mostly_equal(messages: Sequence[Any], copies: list[Any], start: int, end: i
     return bool(2 * equal >= end - start)
 
 
-def _equal(message: Any, copy: Any) -> bool:
-    try:
-        return bool(message == copy)
-    except Exception:
-        return False
-
-
 class PrefixCache:
     """Per-scope memory of recent conversations (see the module docstring)."""
 
@@ -406,7 +399,7 @@ class PrefixCache:
         chained = True
         for index in range(start, end):
             message = messages[index]
-            reuse = index not in unsure and _equal(message, earlier.copies[index])
+            reuse = index not in unsure and equal(message, earlier.copies[index])
             decided = True
             if reuse:
                 shape = earlier.shapes[index]
