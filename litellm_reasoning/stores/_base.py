@@ -11,7 +11,6 @@ tenant (`litellm-reasoning store`).
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import logging
 import threading
@@ -23,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core.reasoning import Reasoning
+from ._threads import off_loop
 
 DEFAULT_TTL_SECONDS = 24 * 3600
 """Long enough for a working day's agent session, short enough that nothing lingers."""
@@ -194,7 +194,7 @@ class ReasoningStore(ABC):
     async def asizes_many(self, scope: str, keys: Sequence[str]) -> dict[str, int | None] | None:
         if not self.knows_sizes:
             return None
-        return await asyncio.to_thread(self.sizes_many, scope, keys)
+        return await off_loop(lambda: self.sizes_many(scope, keys))
 
     def delete_many(self, scope: str, keys: Sequence[str]) -> None:
         """Remove the records of `scope` under `keys` (absent keys are ignored): what a
@@ -202,24 +202,24 @@ class ReasoningStore(ABC):
         raise StoreUnsupported(f"{type(self).__name__} cannot delete records")
 
     async def aget_many(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
-        return await asyncio.to_thread(self.get_many, scope, keys)
+        return await off_loop(lambda: self.get_many(scope, keys))
 
     async def aget_required(self, scope: str, keys: Sequence[str]) -> dict[str, Reasoning]:
         if type(self).get_required is ReasoningStore.get_required:  # nothing to wait longer for
             return await self.aget_many(scope, keys)
-        return await asyncio.to_thread(self.get_required, scope, keys)
+        return await off_loop(lambda: self.get_required(scope, keys))
 
     async def aput_required(self, scope: str, records: Mapping[str, Reasoning]) -> None:
         if type(self).put_required is ReasoningStore.put_required:  # nothing to wait longer for
             await self.aput_many(scope, records)
         else:
-            await asyncio.to_thread(self.put_required, scope, records)
+            await off_loop(lambda: self.put_required(scope, records))
 
     async def adelete_many(self, scope: str, keys: Sequence[str]) -> None:
-        await asyncio.to_thread(self.delete_many, scope, keys)
+        await off_loop(lambda: self.delete_many(scope, keys))
 
     async def aput_many(self, scope: str, records: Mapping[str, Reasoning]) -> None:
-        await asyncio.to_thread(self.put_many, scope, records)
+        await off_loop(lambda: self.put_many(scope, records))
 
     # ------------------------------------------------------------------ operator side
 
@@ -249,7 +249,7 @@ class ReasoningStore(ABC):
     async def aclose(self) -> None:
         """`close` from an event loop: also this loop's async connections (where a backend has
         any). The default runs `close` off the loop, since it may block (a last write-through)."""
-        await asyncio.to_thread(self.close)
+        await off_loop(self.close)
 
     def __bool__(self) -> bool:
         # A store with a `__len__` of 0 must not read as "no store" (`store or MemoryStore()`).

@@ -49,11 +49,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 from urllib.parse import unquote, urlparse
 
@@ -70,6 +68,7 @@ from ._base import (
     record_size,
     scope_id,
 )
+from ._threads import ProcessPool, off_loop
 
 try:
     import redis
@@ -340,9 +339,8 @@ class RedisStore(ReasoningStore):
         self._sync_get = self._sync.register_script(_GET)
         self._sync_joined = self._sync.register_script(_GET_JOINED)
         self._sync_sizes = self._sync.register_script(_SIZES)
-        self._pool: ThreadPoolExecutor | None = None
-        self._pool_pid = 0
-        self._pool_lock = threading.Lock()
+        self._threads = ProcessPool(_THREADS, "litellm-reasoning")
+        self._patient_lock = threading.Lock()
 
     def _client(self, parsed: Any, timeout: float) -> Any:
         options = {**self._options, "socket_timeout": timeout}
@@ -391,7 +389,7 @@ class RedisStore(ReasoningStore):
 
     def _patient_client(self) -> tuple[Any, Any, Any, Any]:
         if self._patient is None:
-            with self._pool_lock:
+            with self._patient_lock:
                 if self._patient is None:
                     client = self._client(urlparse(self.url), self.required_timeout)
                     self._patient = (
@@ -404,12 +402,7 @@ class RedisStore(ReasoningStore):
 
     async def _off_loop(self, call: Callable[[], T]) -> T:
         """`call()` on this store's threads: its deadline is the socket's, not the loop's."""
-        with self._pool_lock:
-            if self._pool is None or self._pool_pid != os.getpid():  # a forked worker: anew
-                self._pool = ThreadPoolExecutor(_THREADS, thread_name_prefix="litellm-reasoning")
-                self._pool_pid = os.getpid()
-            pool = self._pool
-        return await asyncio.get_running_loop().run_in_executor(pool, call)
+        return await off_loop(call, self._threads)
 
     def is_slow(self, exc: BaseException) -> bool:
         return isinstance(exc, (redis.TimeoutError, TimeoutError))
@@ -602,10 +595,7 @@ class RedisStore(ReasoningStore):
         self._sync.close()
         if self._patient is not None:
             self._patient[0].close()
-        with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None and self._pool_pid == os.getpid():
-            pool.shutdown(wait=False)
+        self._threads.close()
 
     async def aclose(self) -> None:
         """`close` off the loop (closing connections may block on a lost server)."""
