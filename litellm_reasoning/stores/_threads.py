@@ -128,6 +128,7 @@ class ProcessPool:
         self._lock = threading.Lock()
         self._pool: HotThreadPool | None = None
         self._pid = 0
+        _PROCESS_POOLS.add(self)
 
     def get(self) -> HotThreadPool:
         with self._lock:
@@ -146,6 +147,20 @@ class ProcessPool:
 
 
 _LIVE: weakref.WeakSet[HotThreadPool] = weakref.WeakSet()
+_PROCESS_POOLS: weakref.WeakSet[ProcessPool] = weakref.WeakSet()
+
+
+def _anew_in_forked_child() -> None:
+    """A forked child has none of its parent's threads, and a lock one of them held at the
+    fork would stay held in the child for good: every pool starts anew there."""
+    _LIVE.clear()
+    for threads in list(_PROCESS_POOLS):
+        threads._lock = threading.Lock()
+        threads._pool = None
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_anew_in_forked_child)
 
 
 def _shut_all() -> None:

@@ -176,6 +176,24 @@ def test_a_forked_worker_starts_threads_of_its_own() -> None:
     pool.close()
 
 
+def test_a_forked_worker_is_not_held_by_a_lock_its_parent_held_at_the_fork() -> None:
+    pool = ProcessPool(2, "forked-locked")
+    pool.get()
+    context = multiprocessing.get_context("fork")
+    answer: multiprocessing.Queue[str] = context.Queue()
+    with pool._lock:  # another thread of the parent, inside `get`, at the moment of the fork
+        child = context.Process(target=_thread_in_a_forked_child, args=(pool, answer))
+        child.start()
+    try:
+        assert answer.get(timeout=DEADLOCK_GUARD).startswith("forked-locked_")
+    finally:
+        child.join(DEADLOCK_GUARD)
+        if child.is_alive():
+            child.kill()
+    assert child.exitcode == 0
+    pool.close()
+
+
 RECORD = Reasoning(parts=(ReasoningPart(text="thought"),), provider="deepseek")
 
 
