@@ -64,7 +64,12 @@ class HotThreadPool(Executor):
                 daemon=True,  # joined by `_shut_all` at exit, before the interpreter stops
             )
             self._threads.append(thread)
-        thread.start()
+        try:
+            thread.start()
+        except BaseException:  # no thread to be had: its place is not held for good
+            with self._lock:
+                self._threads.remove(thread)
+            raise
         return future
 
     def _work(self, job: _Job | None) -> None:

@@ -129,6 +129,25 @@ def test_a_call_cancelled_while_it_waits_never_runs() -> None:
         pool.shutdown()
 
 
+def test_a_thread_that_could_not_start_does_not_hold_its_place(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pool = HotThreadPool(1, "t")
+
+    def refuse(thread: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    with monkeypatch.context() as patched:  # as a process at its thread limit answers
+        patched.setattr(threading.Thread, "start", refuse)
+        with pytest.raises(RuntimeError, match="can't start new thread"):
+            pool.submit(int)
+    try:
+        assert pool.submit(lambda: 5).result(DEADLOCK_GUARD) == 5
+        assert pool.threads == 1
+    finally:
+        pool.shutdown()
+
+
 def test_after_shutdown_no_call_is_taken_and_the_threads_end() -> None:
     pool = HotThreadPool(3, "t")
     barrier = threading.Barrier(3, timeout=DEADLOCK_GUARD)
