@@ -24,8 +24,8 @@ _Job = tuple[Future[Any], Callable[[], Any]]
 
 
 class HotThreadPool(Executor):
-    """At most `size` threads, started as calls need them; a call finds the thread idle
-    longest ago only when the ones idle since are busy. Calls beyond `size` wait in order."""
+    """At most `size` threads, started as calls need them; each call goes to the idle thread
+    that finished last. Calls beyond `size` wait in order."""
 
     def __init__(self, size: int, name: str) -> None:
         if size < 1:
