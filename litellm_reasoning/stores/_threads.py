@@ -124,30 +124,28 @@ class HotThreadPool(Executor):
 
 
 class ProcessPool:
-    """One `HotThreadPool` per process: a forked worker (the proxy's `--num_workers`) starts
-    its own instead of using threads that did not survive the fork."""
+    """One `HotThreadPool` per process, started on first use: a forked worker (the proxy's
+    `--num_workers`) starts its own (`_anew_in_forked_child`) instead of using threads that
+    did not survive the fork."""
 
     def __init__(self, size: int, name: str) -> None:
         self.size = size
         self.name = name
         self._lock = threading.Lock()
         self._pool: HotThreadPool | None = None
-        self._pid = 0
         _PROCESS_POOLS.add(self)
 
     def get(self) -> HotThreadPool:
         with self._lock:
-            if self._pool is None or self._pid != os.getpid():
+            if self._pool is None:
                 self._pool = HotThreadPool(self.size, self.name)
-                self._pid = os.getpid()
             return self._pool
 
     def close(self) -> None:
         """Stop this process's threads once their calls are done (not waiting for them)."""
         with self._lock:
             pool, self._pool = self._pool, None
-            forked = self._pid != os.getpid()
-        if pool is not None and not forked:
+        if pool is not None:
             pool.shutdown(wait=False)
 
 

@@ -6,10 +6,12 @@ a real SQLite file; counters and thread identities, no timing."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 import pytest
@@ -61,12 +63,22 @@ def test_calls_at_once_each_get_a_thread_up_to_the_size() -> None:
         pool.shutdown()
 
 
-def test_calls_beyond_the_size_wait_their_turn_in_order() -> None:
-    pool = HotThreadPool(2, "t")
+@contextlib.contextmanager
+def busy_pool(size: int) -> Iterator[tuple[HotThreadPool, threading.Event, list[Future[bool]]]]:
+    """A pool of `size` threads, each busy with a call that waits for `release`; those calls,
+    and the pool shut down at the end."""
+    pool = HotThreadPool(size, "t")
     release = threading.Event()
-    ran: list[int] = []
     try:
-        blockers = [pool.submit(release.wait, DEADLOCK_GUARD) for _ in range(2)]
+        yield pool, release, [pool.submit(release.wait, DEADLOCK_GUARD) for _ in range(size)]
+    finally:
+        release.set()
+        pool.shutdown()
+
+
+def test_calls_beyond_the_size_wait_their_turn_in_order() -> None:
+    ran: list[int] = []
+    with busy_pool(2) as (pool, release, blockers):
         waiting = [pool.submit(ran.append, n) for n in range(5)]
         assert ran == []  # both threads are busy: nothing else started
         release.set()
@@ -76,24 +88,17 @@ def test_calls_beyond_the_size_wait_their_turn_in_order() -> None:
             future.result(DEADLOCK_GUARD)
         assert sorted(ran) == list(range(5))
         assert pool.threads == 2
-    finally:
-        pool.shutdown()
 
 
 def test_the_order_of_waiting_calls_is_kept_on_one_thread() -> None:
-    pool = HotThreadPool(1, "t")
-    release = threading.Event()
     ran: list[int] = []
-    try:
-        first = pool.submit(release.wait, DEADLOCK_GUARD)
+    with busy_pool(1) as (pool, release, blockers):
         waiting = [pool.submit(ran.append, n) for n in range(5)]
         release.set()
-        first.result(DEADLOCK_GUARD)
+        blockers[0].result(DEADLOCK_GUARD)
         for future in waiting:
             future.result(DEADLOCK_GUARD)
         assert ran == [0, 1, 2, 3, 4]
-    finally:
-        pool.shutdown()
 
 
 def test_a_failing_call_hands_its_exception_over_and_the_thread_goes_on() -> None:
@@ -113,20 +118,15 @@ def test_a_failing_call_hands_its_exception_over_and_the_thread_goes_on() -> Non
 
 
 def test_a_call_cancelled_while_it_waits_never_runs() -> None:
-    pool = HotThreadPool(1, "t")
-    release = threading.Event()
     ran: list[str] = []
-    try:
-        first = pool.submit(release.wait, DEADLOCK_GUARD)
+    with busy_pool(1) as (pool, release, blockers):
         cancelled = pool.submit(ran.append, "cancelled")
         assert cancelled.cancel()
         later = pool.submit(ran.append, "later")
         release.set()
-        first.result(DEADLOCK_GUARD)
+        blockers[0].result(DEADLOCK_GUARD)
         later.result(DEADLOCK_GUARD)
         assert ran == ["later"]
-    finally:
-        pool.shutdown()
 
 
 def test_a_thread_that_could_not_start_does_not_hold_its_place(
