@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
 from litellm_reasoning import ReasoningCallback
+from litellm_reasoning.accelerator import NATIVE
 from litellm_reasoning.stores.redis import RedisStore
 
 T = TypeVar("T")
@@ -89,6 +90,20 @@ class InPlaceCallback(ReasoningCallback):
         return out
 
 
+class UntrackedCallback(ReasoningCallback):
+    """The real callback whose rendered messages (the new dicts it sends in place of the
+    caller's) are then taken off the collector's lists: what their promotion to the oldest
+    generation costs (a measurement, not a design)."""
+
+    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
+        original = kwargs.get("messages")
+        out = await super().async_pre_call_deployment_hook(kwargs, call_type)
+        rendered = out.get("messages") if isinstance(out, dict) else None
+        if NATIVE is not None and type(original) is list and type(rendered) is list:
+            NATIVE.untrack([m for m, o in zip(rendered, original, strict=False) if m is not o])
+        return out
+
+
 class _OnLoopRedis(RedisStore):
     async def _off_loop(self, call: Callable[[], T]) -> T:
         return call()  # blocks the event loop for the round trip: a measurement only
@@ -104,9 +119,23 @@ def _on_loop() -> ReasoningCallback:
     return callback
 
 
+class NoSummaryCallback(ReasoningCallback):
+    """The real callback whose decisions summary never reaches LiteLLM's logging metadata:
+    what the summary costs LiteLLM's logging and the proxy (a measurement, not a design)."""
+
+
+def _no_summary() -> ReasoningCallback:
+    from litellm_reasoning.integration import reporting
+
+    reporting.attach_summary = lambda litellm_params, summary: None
+    return NoSummaryCallback(_STORE)
+
+
 _STORE = os.environ.get("LITELLM_REASONING_STORE", "")
 _SLEEP = float(os.environ.get("DIAG_SLEEP_MS", "5")) / 1000
 hollow = HollowCallback(_STORE) if _STORE else None
 sleepy = SleepyCallback(_STORE) if _STORE else None
 inplace = InPlaceCallback(_STORE) if _STORE else None
 onloop = _on_loop() if _STORE.startswith("redis") else None
+nosummary = _no_summary() if _STORE else None
+untracked = UntrackedCallback(_STORE) if _STORE else None

@@ -38,13 +38,15 @@ CALLBACK_OF = {
     "inplace": "diag_callbacks.inplace",
     "with": "litellm_reasoning.callback",
     "onloop": "diag_callbacks.onloop",
+    "nosummary": "diag_callbacks.nosummary",
+    "untracked": "diag_callbacks.untracked",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
-PRIMED = frozenset({"with", "onloop", "inplace"})
-FIGURES = 8
+PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked"})
+FIGURES = 9
 """What `_collections` sums per proxy: collections of generations 0-2, their CPU seconds, and
-the decoded-record cache's hits and misses."""
+the decoded-record cache's hits and misses, and the messages the callback counts as restored."""
 
 
 def main() -> None:
@@ -109,7 +111,12 @@ def _collections(
         stats = json.loads(path.read_text())
         proxy = path.stem.rsplit("-", 1)[0]
         before = out.get(proxy, [0.0] * FIGURES)
-        figures = stats["collections"] + stats["seconds"] + stats.get("decoded", [0, 0])
+        figures = (
+            stats["collections"]
+            + stats["seconds"]
+            + stats.get("decoded", [0, 0])
+            + [stats.get("restored", 0)]
+        )
         out[proxy] = [a + b for a, b in zip(before, figures, strict=True)]
     for proxy, start in (since or {}).items():
         out[proxy] = [a - b for a, b in zip(out.get(proxy, [0.0] * FIGURES), start, strict=True)]
@@ -134,7 +141,7 @@ def _print(
         )
     for proxy, served in sorted(requests.items()):
         totals = collections.get(proxy, [0.0] * FIGURES)
-        counts, seconds, (hits, misses) = totals[:3], totals[3:6], totals[6:]
+        counts, seconds, (hits, misses, restored) = totals[:3], totals[3:6], totals[6:]
         per_request = max(served, 1)
         per = ", ".join(
             f"gen{g} {counts[g] / per_request:.2f} ({1000 * seconds[g] / per_request:.2f} ms)"
@@ -148,6 +155,11 @@ def _print(
             print(
                 f"proxy {proxy}: decoded records per request: {hits / per_request:.1f} "
                 f"from the cache, {misses / per_request:.1f} decoded anew"
+            )
+        if restored:  # the callback's own count, beside what the local server saw arrive
+            print(
+                f"proxy {proxy}: restored per request (the callback's count) "
+                f"{restored / per_request:.1f}"
             )
 
 

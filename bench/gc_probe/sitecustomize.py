@@ -23,6 +23,11 @@ def _dump() -> None:
     codec = sys.modules.get("litellm_reasoning.stores._codec")
     if codec is not None:  # the callback's decoded records, where it is loaded
         _stats["decoded"] = [codec.DECODED.hits, codec.DECODED.misses]
+    litellm = sys.modules.get("litellm")
+    for callback in getattr(litellm, "callbacks", None) or ():
+        stats = getattr(callback, "stats", None)
+        if type(callback).__module__.startswith(("litellm_reasoning", "diag_")) and stats:
+            _stats["restored"] = stats.get("restored", 0)  # the callback's own count
     with open(os.path.join(str(_DIR), f"{_ARM}-{os.getpid()}.json"), "w") as out:
         json.dump(_stats, out)
 

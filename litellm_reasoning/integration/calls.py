@@ -88,9 +88,9 @@ class CallState:
     id: str = field(default_factory=lambda: uuid.uuid4().hex)
     """Ours, random: what open captures are filed under (never the client's call id)."""
     owner: Any = None
-    """The engine that started this call: only it captures the reply (a reply event of a call
-    another callback instance rendered, as LiteLLM may deliver late to whatever is registered
-    then, is not this one's)."""
+    """The engine that started this call: only it handles the call's later events (a replaced
+    callback instance stays in LiteLLM's event lists, and LiteLLM may deliver a reply late to
+    whatever is registered then)."""
     capture: Capture | None = None
     handled: bool = False
     """The request was rendered (or failed open) by the deployment hook."""
@@ -176,9 +176,13 @@ class CallState:
         """Nothing of the store went out after all (or a refusal was healed already)."""
         self.restored, self.restored_source = {}, None
 
+    def owned_by(self, engine: Any) -> bool:
+        """Whether `engine` handles this call's events (it started the call, or nobody did)."""
+        return self.owner is None or self.owner is engine
+
     def claim(self, engine: Any) -> Capture | None:
         """The capture `engine` makes now, exactly once (None: not ours, or done)."""
-        if self.owner is not None and self.owner is not engine:
+        if not self.owned_by(engine):
             return None
         with self.lock:
             if self.capture is None or self.captured:

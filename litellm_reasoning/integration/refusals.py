@@ -23,8 +23,8 @@ def failed(engine: Engine, details: Any) -> Flow[None]:
     refusal evicts leaves the store."""
     with Contained(engine.report.fail, "evicting refused reasoning from the store"):
         state = state_in(details)
-        if state is None:
-            return
+        if state is None or not state.owned_by(engine):
+            return  # no call of ours (another instance's is healed by it)
         engine.pending.close(state.id)
         evict = heal(engine, state, details)
         if evict:

@@ -43,6 +43,8 @@ def rewrite(
         "messages",
     ):
         state = state_in(kwargs)
+        if state is not None and not state.owned_by(engine):
+            return  # another instance's call: a replaced callback LiteLLM still calls
         if state is not None and state.sent:
             failed = sys.exc_info()[1]
             if retried_by_litellm(list(state.restored_records().values()), body):
@@ -80,6 +82,8 @@ def render_before_build(
     from (None: leave them). What the deployment hook does for async calls: the Claude layout
     kept for the body, thinking turned off for a tool loop with no block to send."""
     state = state_in(details)
+    if state is not None and not state.owned_by(engine):
+        return None  # another instance's call
     if state is not None and state.handled and not state.sent:
         return None  # the deployment hook rendered this attempt
     if state is not None and state.sent:  # LiteLLM's own retry of the call

@@ -33,6 +33,20 @@ def _tool_call(call_id: str) -> dict[str, Any]:
     }
 
 
+def tool_loop_replies(call_id: str) -> tuple[Reply, Reply]:
+    """A tool call reasoned about, then the answer after its result."""
+    return (
+        Reply(
+            message={
+                "content": "",
+                "reasoning_content": "Read a.py before editing.",
+                "tool_calls": [_tool_call(call_id)],
+            }
+        ),
+        Reply(message={"content": "Fixed.", "reasoning_content": "Line 3 was wrong."}),
+    )
+
+
 def _dropped(message: Any) -> dict[str, Any]:
     """What a reasoning-dropping client keeps of a reply."""
     data = message.model_dump() if hasattr(message, "model_dump") else dict(message)
@@ -111,14 +125,7 @@ async def test_dropping_client_tool_loop(
     call_id = "call_" + uuid.uuid4().hex
     upstream.script(
         model,
-        Reply(
-            message={
-                "content": "",
-                "reasoning_content": "Read a.py before editing.",
-                "tool_calls": [_tool_call(call_id)],
-            }
-        ),
-        Reply(message={"content": "Fixed.", "reasoning_content": "Line 3 was wrong."}),
+        *tool_loop_replies(call_id),
         Reply(message={"content": "Sure.", "reasoning_content": "New question."}),
     )
     messages: list[Any] = [{"role": "user", "content": "Fix a.py", "turn": True}]
