@@ -1,6 +1,6 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `.sleepy`, `.inplace` and `.onloop`, on the store in
-`LITELLM_REASONING_STORE`."""
+as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary` and `.untracked`, on
+the store in `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 

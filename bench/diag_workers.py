@@ -9,11 +9,13 @@ with every hook returning at once (a keeping client: LiteLLM's own cost of this 
 timer (a keeping client: what a longer stay in the worker costs LiteLLM itself); `inplace`: the
 callback with its rendered messages copied into the caller's dicts (what the rendered dicts
 cost the collector); `onloop`: the callback with its Redis calls on the event loop's thread (no
-hand-off to the store's threads). Prints, per arm, CPU per request (the proxy's process group)
-and round by round, and per proxy the collections per request of each generation and their CPU
-time, and the callback's decoded-record cache hits and misses (`gc_probe/sitecustomize.py` in
-every worker). Measurements, not designs; see bench/README.md, "Where the callback's proxy CPU
-goes"."""
+hand-off to the store's threads); `nosummary`: the callback with its decisions summary kept off
+LiteLLM's logging metadata; `untracked`: the callback with its rendered messages taken off the
+collector's lists when the hook returns. Prints, per arm, CPU per request (the proxy's process
+group) and round by round, and per proxy the collections per request of each generation and
+their CPU time, the callback's decoded-record cache hits and misses and its own restored count
+(`gc_probe/sitecustomize.py` in every worker). Measurements, not designs; see bench/README.md,
+"Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
 
