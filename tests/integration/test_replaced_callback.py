@@ -47,9 +47,13 @@ def replaced(upstream: Upstream) -> Iterator[tuple[ReasoningCallback, ReasoningC
     litellm.logging_callback_manager._reset_all_callbacks()
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 @pytest.mark.parametrize("how", CALLS)
 async def test_a_replaced_callback_leaves_its_successors_calls_alone(
-    how: str, upstream: Upstream, replaced: tuple[ReasoningCallback, ReasoningCallback]
+    how: str,
+    stream: bool,
+    upstream: Upstream,
+    replaced: tuple[ReasoningCallback, ReasoningCallback],
 ) -> None:
     first, second = replaced
     assert first in litellm.input_callback  # LiteLLM still calls it
@@ -58,9 +62,9 @@ async def test_a_replaced_callback_leaves_its_successors_calls_alone(
     call_id = "call_" + uuid.uuid4().hex
     upstream.script(model, *tool_loop_replies(call_id))
     messages: list[Any] = [{"role": "user", "content": "Fix a.py"}]
-    reply = await call(how, upstream, model, messages)
+    reply = await call(how, upstream, model, messages, stream=stream)
     messages += [_dropped(reply), {"role": "tool", "tool_call_id": call_id, "content": "x"}]
-    await call(how, upstream, model, messages)
+    await call(how, upstream, model, messages, stream=stream)
 
     wire = upstream.bodies(model)[1]["messages"]
     assert wire[1]["reasoning_content"] == "Read a.py before editing."
