@@ -1,6 +1,6 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary` and `.untracked`, on
-the store in `LITELLM_REASONING_STORE`."""
+as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.untracked` and
+`.holding`, on the store in `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 
@@ -109,6 +109,36 @@ class _OnLoopRedis(RedisStore):
         return call()  # blocks the event loop for the round trip: a measurement only
 
 
+class _HeldRedis(RedisStore):
+    """Reads from Redis only the keys it has not found before (per scope, unbounded): the
+    ceiling of a design that does not re-read a worker's held records. Unsafe (a record
+    deleted or rewritten in Redis is still answered from here): a measurement only."""
+
+    def _held_first(
+        self, read: Callable[[str, Any], dict[str, Any]], scope: str, keys: Any
+    ) -> dict[str, Any]:
+        held = self.__dict__.setdefault("_held_records", {}).setdefault(scope, {})
+        missing = [key for key in keys if key not in held]
+        if missing:
+            held.update(read(scope, missing))
+        return {key: held[key] for key in keys if key in held}
+
+    def get_many(self, scope: str, keys: Any) -> dict[str, Any]:
+        return self._held_first(super().get_many, scope, keys)
+
+    def get_required(self, scope: str, keys: Any) -> dict[str, Any]:
+        return self._held_first(super().get_required, scope, keys)
+
+
+def _holding() -> ReasoningCallback:
+    """The real callback whose Redis store does not read again what it found before."""
+    callback = ReasoningCallback(_STORE)
+    backend = getattr(callback.store, "backend", None)
+    assert isinstance(backend, RedisStore)
+    backend.__class__ = _HeldRedis
+    return callback
+
+
 def _on_loop() -> ReasoningCallback:
     """The real callback with its Redis calls made on the event loop's own thread (no hand-off
     to the store's threads)."""
@@ -139,3 +169,4 @@ inplace = InPlaceCallback(_STORE) if _STORE else None
 onloop = _on_loop() if _STORE.startswith("redis") else None
 nosummary = _no_summary() if _STORE else None
 untracked = UntrackedCallback(_STORE) if _STORE else None
+holding = _holding() if _STORE.startswith("redis") else None

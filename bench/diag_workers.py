@@ -11,11 +11,12 @@ callback with its rendered messages copied into the caller's dicts (what the ren
 cost the collector); `onloop`: the callback with its Redis calls on the event loop's thread (no
 hand-off to the store's threads); `nosummary`: the callback with its decisions summary kept off
 LiteLLM's logging metadata; `untracked`: the callback with its rendered messages taken off the
-collector's lists when the hook returns. Prints, per arm, CPU per request (the proxy's process
-group) and round by round, and per proxy the collections per request of each generation and
-their CPU time, the callback's decoded-record cache hits and misses and its own restored count
-(`gc_probe/sitecustomize.py` in every worker). Measurements, not designs; see bench/README.md,
-"Where the callback's proxy CPU goes"."""
+collector's lists when the hook returns; `holding`: the callback whose Redis store reads only
+keys it has not found before (unsafe: the ceiling of not re-reading held records). Prints, per
+arm, CPU per request (the proxy's process group) and round by round, and per proxy the
+collections per request of each generation and their CPU time, the callback's decoded-record
+cache hits and misses and its own restored count (`gc_probe/sitecustomize.py` in every worker).
+Measurements, not designs; see bench/README.md, "Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
 
@@ -42,10 +43,11 @@ CALLBACK_OF = {
     "onloop": "diag_callbacks.onloop",
     "nosummary": "diag_callbacks.nosummary",
     "untracked": "diag_callbacks.untracked",
+    "holding": "diag_callbacks.holding",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
-PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked"})
+PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked", "holding"})
 FIGURES = 9
 """What `_collections` sums per proxy: collections of generations 0-2, their CPU seconds, and
 the decoded-record cache's hits and misses, and the messages the callback counts as restored."""
