@@ -1,6 +1,6 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.untracked` and
-`.holding`, on the store in `LITELLM_REASONING_STORE`."""
+as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.untracked`,
+`.holding` and `.nocapture`, on the store in `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.accelerator import NATIVE
+from litellm_reasoning.integration.calls import state_of
 from litellm_reasoning.stores.redis import RedisStore
 
 T = TypeVar("T")
@@ -104,6 +105,26 @@ class UntrackedCallback(ReasoningCallback):
         return out
 
 
+class NoCaptureCallback(ReasoningCallback):
+    """The real callback that captures no reply (its open capture closed at once, so the next
+    request does not wait for it): what the capture and the write cost (a measurement, not a
+    design: each request then goes without its newest reply's reasoning)."""
+
+    async def async_post_call_success_deployment_hook(
+        self, request_data: Any, response: Any, call_type: Any, **_: Any
+    ) -> Any:
+        state = state_of(request_data)
+        if state is not None:
+            state.claim(self.engine)
+            self.engine.pending.close(state.id)
+        return None
+
+    async def async_log_success_event(
+        self, kwargs: Any, response_obj: Any, start_time: Any, end_time: Any, **_: Any
+    ) -> None:
+        return None
+
+
 class _OnLoopRedis(RedisStore):
     async def _off_loop(self, call: Callable[[], T]) -> T:
         return call()  # blocks the event loop for the round trip: a measurement only
@@ -170,3 +191,4 @@ onloop = _on_loop() if _STORE.startswith("redis") else None
 nosummary = _no_summary() if _STORE else None
 untracked = UntrackedCallback(_STORE) if _STORE else None
 holding = _holding() if _STORE.startswith("redis") else None
+nocapture = NoCaptureCallback(_STORE) if _STORE else None

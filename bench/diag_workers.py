@@ -12,11 +12,12 @@ cost the collector); `onloop`: the callback with its Redis calls on the event lo
 hand-off to the store's threads); `nosummary`: the callback with its decisions summary kept off
 LiteLLM's logging metadata; `untracked`: the callback with its rendered messages taken off the
 collector's lists when the hook returns; `holding`: the callback whose Redis store reads only
-keys it has not found before (unsafe: the ceiling of not re-reading held records). Prints, per
-arm, CPU per request (the proxy's process group) and round by round, and per proxy the
-collections per request of each generation and their CPU time, the callback's decoded-record
-cache hits and misses and its own restored count (`gc_probe/sitecustomize.py` in every worker).
-Measurements, not designs; see bench/README.md, "Where the callback's proxy CPU goes"."""
+keys it has not found before (unsafe: the ceiling of not re-reading held records); `nocapture`:
+the callback capturing no reply (what the capture and the write cost). Prints, per arm, CPU per
+request (the proxy's process group) and round by round, and per proxy the collections per
+request of each generation and their CPU time, the callback's decoded-record cache hits and
+misses and its own restored count (`gc_probe/sitecustomize.py` in every worker). Measurements,
+not designs; see bench/README.md, "Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
 
@@ -44,10 +45,11 @@ CALLBACK_OF = {
     "nosummary": "diag_callbacks.nosummary",
     "untracked": "diag_callbacks.untracked",
     "holding": "diag_callbacks.holding",
+    "nocapture": "diag_callbacks.nocapture",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
-PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked", "holding"})
+PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked", "holding", "nocapture"})
 FIGURES = 9
 """What `_collections` sums per proxy: collections of generations 0-2, their CPU seconds, and
 the decoded-record cache's hits and misses, and the messages the callback counts as restored."""
