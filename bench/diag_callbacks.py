@@ -1,11 +1,12 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
 as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.untracked`,
-`.holding` and `.nocapture`, on the store in `LITELLM_REASONING_STORE`."""
+`.holding`, `.nocapture` and `.timed`, on the store in `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
 
@@ -125,6 +126,37 @@ class NoCaptureCallback(ReasoningCallback):
         return None
 
 
+TIMED: dict[str, list[float]] = {}
+"""`timed` arm: per wrapped function, [calls, thread CPU seconds] in this worker."""
+
+
+def _timed(owner: Any, name: str, label: str) -> None:
+    function = getattr(owner, name)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        start = time.thread_time()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            figures = TIMED.setdefault(label, [0.0, 0.0])
+            figures[0] += 1
+            figures[1] += time.thread_time() - start
+
+    setattr(owner, name, wrapper)
+
+
+def _timed_callback() -> ReasoningCallback:
+    """The real callback with its synchronous parts timed in thread CPU (the store's calls run
+    on its own threads, so each is timed alone; the loop's are not awaited)."""
+    from litellm_reasoning.integration import capture, sync_body
+
+    for name in ("get_many", "get_required", "put_many", "put_required"):
+        _timed(RedisStore, name, f"store.{name}")
+    _timed(capture, "_records_of", "capture._records_of")
+    _timed(sync_body, "rewrite", "log_pre_api_call")
+    return ReasoningCallback(_STORE)
+
+
 class _OnLoopRedis(RedisStore):
     async def _off_loop(self, call: Callable[[], T]) -> T:
         return call()  # blocks the event loop for the round trip: a measurement only
@@ -192,3 +224,4 @@ nosummary = _no_summary() if _STORE else None
 untracked = UntrackedCallback(_STORE) if _STORE else None
 holding = _holding() if _STORE.startswith("redis") else None
 nocapture = NoCaptureCallback(_STORE) if _STORE else None
+timed = _timed_callback() if _STORE.startswith("redis") else None

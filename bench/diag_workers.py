@@ -46,10 +46,12 @@ CALLBACK_OF = {
     "untracked": "diag_callbacks.untracked",
     "holding": "diag_callbacks.holding",
     "nocapture": "diag_callbacks.nocapture",
+    "timed": "diag_callbacks.timed",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
-PRIMED = frozenset({"with", "onloop", "inplace", "nosummary", "untracked", "holding", "nocapture"})
+PRIMED = frozenset(CALLBACK_OF) - KEEPING - {"without"}
+"""Every arm whose client drops its reasoning and whose proxy restores it."""
 FIGURES = 9
 """What `_collections` sums per proxy: collections of generations 0-2, their CPU seconds, and
 the decoded-record cache's hits and misses, and the messages the callback counts as restored."""
@@ -105,6 +107,24 @@ def main() -> None:
         finally:
             sec_workers._forget(prefix)
         _print(results, arms, _collections(probe_dir, started))
+        _print_timed(probe_dir, results)
+
+
+def _print_timed(probe_dir: Path, results: dict[str, dict[str, Any]]) -> None:
+    """The `timed` arm: per wrapped function, calls and thread CPU per request, summed over the
+    workers (their warm-up requests included)."""
+    totals: dict[str, list[float]] = {}
+    for path in probe_dir.glob("timed-*.json"):
+        for label, (calls, seconds) in json.loads(path.read_text()).get("timed", {}).items():
+            figures = totals.setdefault(label, [0.0, 0.0])
+            figures[0] += calls
+            figures[1] += seconds
+    served = max(results.get("timed", {}).get("ok", 0), 1)
+    for label, (calls, seconds) in sorted(totals.items()):
+        print(
+            f"timed {label}: {calls / served:.2f} calls and {1000 * seconds / served:.3f} ms "
+            "of thread CPU per request"
+        )
 
 
 def _collections(

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 from common import TOOLS, Section, fmt_ms, median, percentile, verdict
 from proxy_proc import Proxy, ProxyProcess, proxies
-from sec_workers import REPLY
+from sec_workers import REPLY_SHARED_ID
 from upstream_proc import upstream_process
 
 REDIS = "redis://127.0.0.1:6379/0"
@@ -79,7 +79,7 @@ def _arm(store: str, url: str, workers: int, agents: int, steps: int) -> dict[st
     tally: dict[str, int] = {}
     with (
         upstream_process(
-            dict.fromkeys(MODELS.values(), REPLY),
+            dict.fromkeys(MODELS.values(), REPLY_SHARED_ID),
             strict={MODELS["kimi"]: "kimi", MODELS["deepseek"]: "deepseek"},
             tally=tally,
         ) as base_url,

@@ -52,17 +52,24 @@ through the callback)."""
 
 # The upstream's reply: a tool call with reasoning (captured by the callback, dropped by the
 # client); its content is replaced by the upstream with "<with reasoning>/<assistant messages>".
+# No tool call id: the upstream makes a new one for every reply, as DeepSeek does
+# ("call_00_" and 24 random characters in the recordings).
 REPLY = {
     "content": "",
     "reasoning_content": "Read the next file before editing anything.",
     "tool_calls": [
         {
-            "id": "call_next",
             "type": "function",
             "function": {"name": TOOLS[0]["function"]["name"], "arguments": '{"path": "p.py"}'},
         }
     ],
 }
+
+REPLY_SHARED_ID = {**REPLY, "tool_calls": [{**REPLY["tool_calls"][0], "id": "call_next"}]}
+"""`REPLY` with one tool call id for every reply of every agent: every live reply's tool-call
+key is written by many conversations (`shared_keys`: marked, exact copies, second reads), harsher
+than Kimi's ids, which repeat only by place. What the `saturation` section answers with; until
+2026-12-06 the `workers` and `gateway` sections did too."""
 
 
 MASTER_KEY_HASH = "litellm_proxy_master_key"

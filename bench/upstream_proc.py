@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -55,7 +56,14 @@ def report_restored(server: Any) -> None:
         carried = sum(1 for m in messages if m.get("reasoning_content"))
         if reply is not None and reply.message is not None:
             content = f"{carried}/{len(messages)}"
-            reply = dataclasses.replace(reply, message={**reply.message, "content": content})
+            message = {**reply.message, "content": content}
+            if message.get("tool_calls"):
+                # A scripted call without an id gets a new one per reply, as DeepSeek's do.
+                message["tool_calls"] = [
+                    {**call, "id": call.get("id") or f"call_00_{uuid.uuid4().hex[:24]}"}
+                    for call in message["tool_calls"]
+                ]
+            reply = dataclasses.replace(reply, message=message)
         return answer(body, reply)
 
     server.answer = reporting

@@ -23,6 +23,9 @@ def _dump() -> None:
     codec = sys.modules.get("litellm_reasoning.stores._codec")
     if codec is not None:  # the callback's decoded records, where it is loaded
         _stats["decoded"] = [codec.DECODED.hits, codec.DECODED.misses]
+    diag = sys.modules.get("diag_callbacks")
+    if diag is not None and getattr(diag, "TIMED", None):
+        _stats["timed"] = diag.TIMED  # the `timed` arm's figures
     litellm = sys.modules.get("litellm")
     for callback in getattr(litellm, "callbacks", None) or ():
         stats = getattr(callback, "stats", None)
