@@ -183,45 +183,49 @@ class _HeldRedis(RedisStore):
         return self._held_first(super().get_required, scope, keys)
 
 
-def _holding() -> ReasoningCallback:
-    """The real callback whose Redis store does not read again what it found before."""
+def _on_redis_class(redis_class: type[RedisStore]) -> ReasoningCallback:
+    """The real callback whose Redis store (behind the fail-open layer) is a `redis_class`."""
     callback = ReasoningCallback(_STORE)
     backend = getattr(callback.store, "backend", None)
     assert isinstance(backend, RedisStore)
-    backend.__class__ = _HeldRedis
+    backend.__class__ = redis_class
     return callback
-
-
-def _on_loop() -> ReasoningCallback:
-    """The real callback with its Redis calls made on the event loop's own thread (no hand-off
-    to the store's threads)."""
-    callback = ReasoningCallback(_STORE)
-    backend = getattr(callback.store, "backend", None)  # behind the fail-open layer
-    assert isinstance(backend, RedisStore)
-    backend.__class__ = _OnLoopRedis
-    return callback
-
-
-class NoSummaryCallback(ReasoningCallback):
-    """The real callback whose decisions summary never reaches LiteLLM's logging metadata:
-    what the summary costs LiteLLM's logging and the proxy (a measurement, not a design)."""
 
 
 def _no_summary() -> ReasoningCallback:
+    """The real callback whose decisions summary never reaches LiteLLM's logging metadata:
+    what the summary costs LiteLLM's logging and the proxy (a measurement, not a design; the
+    patch is this process's: only this arm's proxy imports it)."""
     from litellm_reasoning.integration import reporting
 
     reporting.attach_summary = lambda litellm_params, summary: None
-    return NoSummaryCallback(_STORE)
+    return ReasoningCallback(_STORE)
 
 
 _STORE = os.environ.get("LITELLM_REASONING_STORE", "")
 _SLEEP = float(os.environ.get("DIAG_SLEEP_MS", "5")) / 1000
-hollow = HollowCallback(_STORE) if _STORE else None
-sleepy = SleepyCallback(_STORE) if _STORE else None
-inplace = InPlaceCallback(_STORE) if _STORE else None
-onloop = _on_loop() if _STORE.startswith("redis") else None
-nosummary = _no_summary() if _STORE else None
-untracked = UntrackedCallback(_STORE) if _STORE else None
-holding = _holding() if _STORE.startswith("redis") else None
-nocapture = NoCaptureCallback(_STORE) if _STORE else None
-timed = _timed_callback() if _STORE.startswith("redis") else None
+
+_ARMS: dict[str, Callable[[], ReasoningCallback]] = {
+    "hollow": lambda: HollowCallback(_STORE),
+    "sleepy": lambda: SleepyCallback(_STORE),
+    "inplace": lambda: InPlaceCallback(_STORE),
+    # the Redis calls on the event loop's own thread (no hand-off to the store's threads)
+    "onloop": lambda: _on_redis_class(_OnLoopRedis),
+    "nosummary": _no_summary,
+    "untracked": lambda: UntrackedCallback(_STORE),
+    # a Redis store that does not read again what it found before
+    "holding": lambda: _on_redis_class(_HeldRedis),
+    "nocapture": lambda: NoCaptureCallback(_STORE),
+    "timed": _timed_callback,
+}
+_MADE: dict[str, ReasoningCallback] = {}
+
+
+def __getattr__(name: str) -> ReasoningCallback:
+    """The arm a proxy names (`diag_callbacks.<arm>`), made on first use: only that one, so
+    one arm's patches (`nosummary`'s, `timed`'s) never reach another arm's proxy."""
+    if name not in _ARMS or not _STORE:
+        raise AttributeError(name)
+    if name not in _MADE:
+        _MADE[name] = _ARMS[name]()
+    return _MADE[name]

@@ -6,13 +6,13 @@ rendered twice (a second store read on LiteLLM's thread, every figure counted tw
 
 from __future__ import annotations
 
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import litellm
 import pytest
+from conftest import settled
 from test_healing import SIG, _claude, _loop_with_a_revoked_signature, _sent_with
 from test_sdk import CALLS, _dropped, call, tool_loop_replies
 
@@ -21,9 +21,12 @@ from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.testing.anthropic_upstream import AnthropicUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
 
+Pair = tuple[ReasoningCallback, ReasoningCallback]
+"""(the replaced instance, the one registered now)."""
+
 
 @pytest.fixture
-def replaced(upstream: Upstream) -> Iterator[tuple[ReasoningCallback, ReasoningCallback]]:
+async def replaced(upstream: Upstream) -> AsyncIterator[Pair]:
     """(the replaced instance, the one registered now): the first served a call, so LiteLLM
     holds it in its event lists, then an application put a new one in `litellm.callbacks`."""
     litellm.logging_callback_manager._reset_all_callbacks()
@@ -31,16 +34,8 @@ def replaced(upstream: Upstream) -> Iterator[tuple[ReasoningCallback, ReasoningC
     litellm.callbacks = [first]
     warm = f"warm-{uuid.uuid4().hex[:8]}"
     upstream.script(warm, Reply(message={"content": "hi", "reasoning_content": "r"}))
-    litellm.completion(
-        model=f"openai/{warm}",
-        api_base=upstream.base_url,
-        api_key="k",
-        messages=[{"role": "user", "content": "hi"}],
-    )
-    deadline = time.monotonic() + 60.0  # its capture runs on LiteLLM's logging thread
-    while first.open_captures:
-        assert time.monotonic() < deadline, "captures still open"
-        time.sleep(0.02)
+    await call("acompletion", upstream, warm, [{"role": "user", "content": "hi"}])
+    await settled(first)  # its figures settle before the test reads them
     second = ReasoningCallback()
     litellm.callbacks = [second]  # without LiteLLM's reset, as an application would
     yield first, second
@@ -53,7 +48,7 @@ async def test_a_replaced_callback_leaves_its_successors_calls_alone(
     how: str,
     stream: bool,
     upstream: Upstream,
-    replaced: tuple[ReasoningCallback, ReasoningCallback],
+    replaced: Pair,
 ) -> None:
     first, second = replaced
     assert first in litellm.input_callback  # LiteLLM still calls it
@@ -76,7 +71,7 @@ async def test_a_replaced_callback_leaves_its_successors_calls_alone(
 
 @pytest.mark.parametrize("how", ["acompletion", "completion"])
 async def test_a_refusal_is_healed_by_the_instance_that_made_the_call(
-    how: str, replaced: tuple[ReasoningCallback, ReasoningCallback]
+    how: str, replaced: Pair
 ) -> None:
     """Claude refuses a signature the registered instance restored: that instance heals it
     once; the replaced one, which LiteLLM also hands the failure, neither heals nor evicts."""
