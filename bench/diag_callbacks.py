@@ -75,9 +75,10 @@ class SleepyCallback(HollowCallback):
 
 class InPlaceCallback(ReasoningCallback):
     """The real callback, whose rendered messages are then copied into the caller's own dicts
-    (and the caller's list sent): the rendered dicts are freed when the hook returns instead of
-    living through the request. A measurement of what the rendered messages cost the collector,
-    not a design (a retry would see the restored reasoning as the client's own)."""
+    (which take their places in the rendered list): the rendered dicts are freed when the hook
+    returns instead of living through the request. A measurement of what the rendered messages
+    cost the collector, not a design (a retry would see the restored reasoning as the client's
+    own)."""
 
     async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
         original = kwargs.get("messages")
@@ -88,7 +89,9 @@ class InPlaceCallback(ReasoningCallback):
                 if mine is not made and type(mine) is dict and type(made) is dict:
                     mine.clear()
                     mine.update(made)
-            out["messages"] = original
+            # The call's state (its body patch, its summary) holds the rendered list: the
+            # caller's dicts in it, so no rendered dict outlives the hook.
+            rendered[:] = original
         return out
 
 

@@ -16,8 +16,10 @@ keys it has not found before (unsafe: the ceiling of not re-reading held records
 the callback capturing no reply (what the capture and the write cost). Prints, per arm, CPU per
 request (the proxy's process group) and round by round, and per proxy the collections per
 request of each generation and their CPU time, the callback's decoded-record cache hits and
-misses and its own restored count (`gc_probe/sitecustomize.py` in every worker). Measurements,
-not designs; see bench/README.md, "Where the callback's proxy CPU goes"."""
+misses and its own restored count (`gc_probe/sitecustomize.py` in every worker); with
+`--census`, what each proxy's collector moved to the oldest generation per request, by type
+(it can crash a worker: see `gc_probe`). Measurements, not designs; see bench/README.md,
+"Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
 
@@ -25,6 +27,7 @@ import argparse
 import json
 import tempfile
 import uuid
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +68,9 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=4)
     parser.add_argument("--history", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=8)
+    parser.add_argument(
+        "--census", action="store_true", help="what moves to the oldest generation, by type"
+    )
     args = parser.parse_args()
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
     prefix = f"bench-diag-{uuid.uuid4().hex[:8]}:"
@@ -87,11 +93,13 @@ def main() -> None:
                 "GC_PROBE_DIR": str(probe_dir),
                 "GC_PROBE_ARM": name,
                 "LITELLM_REASONING_STORE": store_url,
+                "GC_PROBE_CENSUS": "1" if args.census else "0",
             }
             specs[name] = ProxyProcess(config, Path(tmp) / name, env=env, num_workers=args.workers)
         try:
             with proxies(specs, timeout=600.0) as running:
                 started = _collections(probe_dir)  # startup's collections, left out
+                gained_at_start = _gained(probe_dir)
                 results = sec_workers._measure(
                     running,
                     args.history,
@@ -108,6 +116,34 @@ def main() -> None:
             sec_workers._forget(prefix)
         _print(results, arms, _collections(probe_dir, started))
         _print_timed(probe_dir, results)
+        if args.census:
+            _print_gained(results, arms, _gained(probe_dir, gained_at_start))
+
+
+def _gained(
+    probe_dir: Path, since: dict[str, Counter[str]] | None = None
+) -> dict[str, Counter[str]]:
+    """Per proxy: what its workers' collector moved to the oldest generation, by type, minus
+    `since`."""
+    out: dict[str, Counter[str]] = {}
+    for path in probe_dir.glob("*.json"):
+        proxy = path.stem.rsplit("-", 1)[0]
+        out.setdefault(proxy, Counter()).update(json.loads(path.read_text()).get("promoted", {}))
+    for proxy, start in (since or {}).items():
+        out[proxy] = out.get(proxy, Counter()) - start
+    return out
+
+
+def _print_gained(
+    results: dict[str, dict[str, Any]], arms: tuple[str, ...], gained: dict[str, Counter[str]]
+) -> None:
+    served: dict[str, int] = {}
+    for arm in arms:
+        served[PROXY_OF[arm]] = served.get(PROXY_OF[arm], 0) + results[arm]["ok"]
+    for proxy, kinds in sorted(gained.items()):
+        per_request = max(served.get(proxy, 0), 1)
+        top = ", ".join(f"{kind} {n / per_request:.1f}" for kind, n in kinds.most_common(30))
+        print(f"proxy {proxy}: moved to the oldest generation per request: {top}")
 
 
 def _print_timed(probe_dir: Path, results: dict[str, dict[str, Any]]) -> None:
