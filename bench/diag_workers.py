@@ -99,7 +99,7 @@ def main() -> None:
         try:
             with proxies(specs, timeout=600.0) as running:
                 started = _collections(probe_dir)  # startup's collections, left out
-                gained_at_start = _gained(probe_dir)
+                promoted_at_start = _promoted(probe_dir)
                 results = sec_workers._measure(
                     running,
                     args.history,
@@ -117,10 +117,10 @@ def main() -> None:
         _print(results, arms, _collections(probe_dir, started))
         _print_timed(probe_dir, results)
         if args.census:
-            _print_gained(results, arms, _gained(probe_dir, gained_at_start))
+            _print_promoted(results, arms, _promoted(probe_dir, promoted_at_start))
 
 
-def _gained(
+def _promoted(
     probe_dir: Path, since: dict[str, Counter[str]] | None = None
 ) -> dict[str, Counter[str]]:
     """Per proxy: what its workers' collector moved to the oldest generation, by type, minus
@@ -134,13 +134,13 @@ def _gained(
     return out
 
 
-def _print_gained(
-    results: dict[str, dict[str, Any]], arms: tuple[str, ...], gained: dict[str, Counter[str]]
+def _print_promoted(
+    results: dict[str, dict[str, Any]], arms: tuple[str, ...], promoted: dict[str, Counter[str]]
 ) -> None:
     served: dict[str, int] = {}
     for arm in arms:
         served[PROXY_OF[arm]] = served.get(PROXY_OF[arm], 0) + results[arm]["ok"]
-    for proxy, kinds in sorted(gained.items()):
+    for proxy, kinds in sorted(promoted.items()):
         per_request = max(served.get(proxy, 0), 1)
         top = ", ".join(f"{kind} {n / per_request:.1f}" for kind, n in kinds.most_common(30))
         print(f"proxy {proxy}: moved to the oldest generation per request: {top}")
