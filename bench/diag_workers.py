@@ -28,6 +28,7 @@ import json
 import tempfile
 import uuid
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -120,15 +121,28 @@ def main() -> None:
             _print_promoted(results, arms, _promoted(probe_dir, promoted_at_start))
 
 
+def _probes(probe_dir: Path, arm: str = "*") -> Iterator[tuple[str, dict[str, Any]]]:
+    """(proxy, figures) of each worker's probe file (`gc_probe`), as last written."""
+    for path in probe_dir.glob(f"{arm}-*.json"):
+        yield path.stem.rsplit("-", 1)[0], json.loads(path.read_text())
+
+
+def _served(results: dict[str, dict[str, Any]], arms: tuple[str, ...]) -> dict[str, int]:
+    """Requests each proxy served over the arms it ran."""
+    served: dict[str, int] = {}
+    for arm in arms:
+        served[PROXY_OF[arm]] = served.get(PROXY_OF[arm], 0) + results[arm]["ok"]
+    return served
+
+
 def _promoted(
     probe_dir: Path, since: dict[str, Counter[str]] | None = None
 ) -> dict[str, Counter[str]]:
     """Per proxy: what its workers' collector moved to the oldest generation, by type, minus
     `since`."""
     out: dict[str, Counter[str]] = {}
-    for path in probe_dir.glob("*.json"):
-        proxy = path.stem.rsplit("-", 1)[0]
-        out.setdefault(proxy, Counter()).update(json.loads(path.read_text()).get("promoted", {}))
+    for proxy, stats in _probes(probe_dir):
+        out.setdefault(proxy, Counter()).update(stats.get("promoted", {}))
     for proxy, start in (since or {}).items():
         out[proxy] = out.get(proxy, Counter()) - start
     return out
@@ -137,9 +151,7 @@ def _promoted(
 def _print_promoted(
     results: dict[str, dict[str, Any]], arms: tuple[str, ...], promoted: dict[str, Counter[str]]
 ) -> None:
-    served: dict[str, int] = {}
-    for arm in arms:
-        served[PROXY_OF[arm]] = served.get(PROXY_OF[arm], 0) + results[arm]["ok"]
+    served = _served(results, arms)
     for proxy, kinds in sorted(promoted.items()):
         per_request = max(served.get(proxy, 0), 1)
         top = ", ".join(f"{kind} {n / per_request:.1f}" for kind, n in kinds.most_common(30))
@@ -150,8 +162,8 @@ def _print_timed(probe_dir: Path, results: dict[str, dict[str, Any]]) -> None:
     """The `timed` arm: per wrapped function, calls and thread CPU per request, summed over the
     workers (their warm-up requests included)."""
     totals: dict[str, list[float]] = {}
-    for path in probe_dir.glob("timed-*.json"):
-        for label, (calls, seconds) in json.loads(path.read_text()).get("timed", {}).items():
+    for _, stats in _probes(probe_dir, "timed"):
+        for label, (calls, seconds) in stats.get("timed", {}).items():
             figures = totals.setdefault(label, [0.0, 0.0])
             figures[0] += calls
             figures[1] += seconds
@@ -169,9 +181,7 @@ def _collections(
     """Per proxy: its `FIGURES`, summed over its workers as their probes last wrote them (after
     a full collection, and at exit), minus `since`."""
     out: dict[str, list[float]] = {}
-    for path in probe_dir.glob("*.json"):
-        stats = json.loads(path.read_text())
-        proxy = path.stem.rsplit("-", 1)[0]
+    for proxy, stats in _probes(probe_dir):
         before = out.get(proxy, [0.0] * FIGURES)
         figures = (
             stats["collections"]
@@ -190,18 +200,16 @@ def _print(
     arms: tuple[str, ...],
     collections: dict[str, list[float]],
 ) -> None:
-    requests: dict[str, int] = {}
     for arm in arms:
         r = results[arm]
         ok = max(r["ok"], 1)
-        requests[PROXY_OF[arm]] = requests.get(PROXY_OF[arm], 0) + r["ok"]
         rounds = ", ".join(f"{1000 * x:.1f}" for x in r["rounds"])
         print(
             f"{arm}: CPU per request {1000 * r['cpu'] / ok:.2f} ms (rounds {rounds}); "
             f"{r['ok']} requests, {r['err']} errors; "
             f"{r['carried']} of {r['sent']} assistant messages with reasoning on the wire"
         )
-    for proxy, served in sorted(requests.items()):
+    for proxy, served in sorted(_served(results, arms).items()):
         totals = collections.get(proxy, [0.0] * FIGURES)
         counts, seconds, (hits, misses, restored) = totals[:3], totals[3:6], totals[6:]
         per_request = max(served, 1)

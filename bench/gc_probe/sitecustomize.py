@@ -45,7 +45,7 @@ def _dump() -> None:
         if type(callback).__module__.startswith(("litellm_reasoning", "diag_")) and stats:
             _stats["restored"] = stats.get("restored", 0)  # the callback's own count
     if _CENSUS:
-        _stats["promoted"] = dict(_promoted.most_common(80))
+        _stats["promoted"] = dict(_promoted)  # whole: `diag_workers` subtracts startup's
     with open(os.path.join(str(_DIR), f"{_ARM}-{os.getpid()}.json"), "w") as out:
         json.dump(_stats, out)
 
