@@ -1,8 +1,9 @@
 """Start the real `litellm` proxy (the CLI next to this interpreter) as a subprocess.
 
-A trimmed copy of what `tests/proxy_utils.py` does, so the benchmark does not import from tests:
-its own process group, a random master key, readiness on `/health/liveliness`, and the whole
-group stopped afterwards. The log goes to `proxy.log` in the work directory.
+A trimmed copy of what `tests/proxy_utils.py` does, so the benchmark does not import from tests
+(but for the smoke run's `BENCH_FORK_PROXIES`): its own process group, a random master key,
+readiness on `/health/liveliness`, and the whole group stopped afterwards. The log goes to
+`proxy.log` in the work directory.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ import urllib.request
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
+
+from litellm_reasoning.testing.proxy import Launcher, ProcessHandle, launch_process
 
 
 @dataclass
@@ -66,6 +69,24 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+FORK_ENV = "BENCH_FORK_PROXIES"
+"""Set (to anything but 0) by the test suite's smoke run: each one-worker proxy is forked from
+the tests' fork server (`tests/forkserver.py`), which imports LiteLLM's proxy once, where a new
+process spends ~10 s of CPU on it; the smoke run starts a dozen proxies beside the suite's other
+two lines on two cores. A measured run never sets it: each proxy starts as a new process."""
+
+
+def _launcher() -> Launcher:
+    if os.environ.get(FORK_ENV, "0") == "0":
+        return launch_process
+    tests = str(Path(__file__).resolve().parents[1] / "tests")
+    if tests not in sys.path:
+        sys.path.append(tests)
+    from forkserver import launch  # the tests' own; only in the smoke run
+
+    return cast(Launcher, launch)
+
+
 def _live(url: str) -> bool:
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
@@ -102,7 +123,7 @@ class ProxyProcess:
             "no_proxy": "127.0.0.1,localhost",
             **(env or {}),
         }
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: ProcessHandle | None = None
         self.started = 0.0
 
     def start(self) -> ProxyProcess:
@@ -115,16 +136,7 @@ class ProxyProcess:
             command += ["--num_workers", str(self.num_workers)]
             command += ["--timeout_worker_healthcheck", "120"]
         self.started = time.monotonic()
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                command,
-                cwd=self.workdir,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.process = _launcher()(command, self.env, self.workdir, self.log_path)
         return self
 
     def wait_ready(self, timeout: float = 120.0) -> Proxy:

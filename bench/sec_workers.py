@@ -256,7 +256,7 @@ def _measure(
     for name in running:
         # Every worker's first calls (LiteLLM's clients, the store's connection) are not measured.
         warm = [agent_history(6, seed=f"warm-{name}-{c}")[0] for c in range(clients * 2)]
-        asyncio.run(_load(running[name], warm, 3.0))
+        asyncio.run(_load(running[name], warm, min(3.0, seconds)))  # the smoke run: shorter
     for r in range(rounds):
         for name in arms if r % 2 == 0 else arms[::-1]:
             proxy = running[proxy_of[name]]

@@ -34,6 +34,9 @@ def _quick_run(tmp_path: Path, sections: tuple[str, ...]) -> None:
     out = tmp_path / "results.md"
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     env = {k: v for k, v in env.items() if not k.startswith("LITELLM_REASONING_")}
+    # One-worker proxies forked from the suite's fork server, as the suite's own are (a dozen
+    # proxies each importing LiteLLM's proxy anew were the suite's longest item).
+    env["BENCH_FORK_PROXIES"] = "1"
     done = subprocess.run(
         [
             sys.executable,
