@@ -369,7 +369,7 @@ def run(
     )
     litellm.callbacks = [cb]
     try:
-        sec_rewrite_messages.add_to(section, cb, sizes, max(min_repeat, 5))
+        sec_rewrite_messages.add_to(section, cb, sizes, max(min_repeat, 5), budget_seconds)
     finally:
         litellm.callbacks = previous
 

@@ -146,8 +146,16 @@ async def _cold(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list
         engine.block_digests = remembered
 
 
-def add_to(section: Section, cb: ReasoningCallback, sizes: list[int], repeat: int) -> None:
-    """The `/v1/messages` table of the rewrite section, by `cb` (registered with LiteLLM)."""
+def add_to(
+    section: Section,
+    cb: ReasoningCallback,
+    sizes: list[int],
+    min_repeat: int,
+    budget_seconds: float,
+) -> None:
+    """The `/v1/messages` table of the rewrite section, by `cb` (registered with LiteLLM): at
+    least `min_repeat` rounds per size, more while they fit in about `budget_seconds` (a fixed
+    7 rounds had left the medians of the small sizes at the mercy of one slow round)."""
     rows = []
     for n in sizes:
         messages, thinking = claude_code_history(n)
@@ -158,9 +166,13 @@ def add_to(section: Section, cb: ReasoningCallback, sizes: list[int], repeat: in
         assert restored == primed, (restored, primed)
         _, warm_wire = asyncio.run(_warm(cb, messages))
         assert warm_wire == wire, "the remembered history changed what is sent"
+        start = time.perf_counter()
+        asyncio.run(_cold(cb, messages))
+        one = time.perf_counter() - start  # a round: about a cold, a warm (two calls), a dumps
+        repeat = max(min_repeat, min(500, int(budget_seconds / max(3 * one, 1e-6))))
 
         async def measure(
-            wire: list[Any] = wire, messages: list[Any] = messages
+            repeat: int = repeat, wire: list[Any] = wire, messages: list[Any] = messages
         ) -> dict[str, list[float]]:
             times: dict[str, list[float]] = {"dumps": [], "warm": [], "cold": []}
             for r in range(repeat):
