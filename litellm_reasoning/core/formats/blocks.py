@@ -129,7 +129,43 @@ def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
 
 _SHAPE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 """`json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)`, made once (`dumps`
-makes an encoder per call for any argument of its own)."""
+makes an encoder per call for any argument of its own); `shape` runs it as `_encode_shape`."""
+
+
+def _made_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
+    """`encoder.encode`, without building its C encoder on every call (that build was a third
+    of the cost of encoding a message's shape): the C encoder `encode` builds, with the same
+    arguments, built once, but without the circular-reference check (its memo of ids would be
+    shared by every thread). Parsed JSON holds no cycle; a message that does ends in a
+    `RecursionError` instead of a `ValueError`, and a failing render lets the request through
+    as sent, as any failure does. Byte for byte `encoder.encode` (tests/core/test_block_shape.py,
+    tests/core/test_golden_keys.py)."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None or encoder.indent is not None:  # no C accelerator: `encode` as it is
+        return encoder.encode
+    ascii_only = encoder.ensure_ascii
+    quote = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
+    made = make(
+        None,
+        encoder.default,
+        quote,
+        None,
+        encoder.key_separator,
+        encoder.item_separator,
+        encoder.sort_keys,
+        encoder.skipkeys,
+        encoder.allow_nan,
+    )
+
+    def encode(value: Any) -> str:
+        return "".join(made(value, 0))
+
+    return encode
+
+
+_encode_shape = _made_once(_SHAPE_ENCODER)
+_encode_uses = _made_once(json.JSONEncoder())
+"""`json.dumps(uses)` (the default encoder's settings)."""
 
 
 def _plain(block: Any) -> Any:
@@ -148,7 +184,7 @@ def shape(message: Any) -> bytes:
         if not (isinstance(b, dict) and b.get("type") in BLOCK_TYPES)
     ]
     body = {"role": message.get("role"), "content": content}
-    return _SHAPE_ENCODER.encode(body).encode()
+    return _encode_shape(body).encode()
 
 
 def next_digest(before: str, message: Any) -> str:
@@ -230,7 +266,7 @@ def message_key(
     digest = _key_digest(scope)
     if uses:
         user, offset, system = place
-        digest.update(b"tc2\x00" + json.dumps(uses).encode() + b"\x00" + system.encode())
+        digest.update(b"tc2\x00" + _encode_uses(uses).encode() + b"\x00" + system.encode())
         digest.update(b"\x00" + str(offset).encode() + b"\x00" + user)
         return "m2:" + digest.hexdigest()
     digest.update(b"tx\x00" + before.encode() + b"\x00" + shape(message))
@@ -244,7 +280,7 @@ def previous_message_key(scope: str, message: Mapping[str, Any]) -> str | None:
     if not uses:
         return None
     digest = _key_digest(scope)
-    digest.update(b"tc\x00" + json.dumps(uses).encode())
+    digest.update(b"tc\x00" + _encode_uses(uses).encode())
     return "m1:" + digest.hexdigest()
 
 
