@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -63,32 +64,28 @@ def _reference(message: Any) -> bytes:
     return blocks._SHAPE_ENCODER.encode(body).encode()
 
 
+def _writes_as(reference: Callable[[Any], Any], made: Callable[[Any], Any], value: Any) -> None:
+    """`made(value)` is `reference(value)`, or fails as it does (keys JSON cannot sort, a value
+    `default` refuses)."""
+    try:
+        expected = reference(value)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            made(value)
+        return
+    assert made(value) == expected
+
+
 @settings(max_examples=400, deadline=None)
 @given(message)
 def test_shape_is_the_json_encoders_bytes(message: dict[str, Any]) -> None:
-    try:
-        expected: bytes | type[Exception] = _reference(message)
-    except Exception as exc:  # keys JSON cannot sort, a lone surrogate: the same failure
-        expected = type(exc)
-    if isinstance(expected, bytes):
-        assert blocks.shape(message) == expected
-    else:
-        with pytest.raises(expected):
-            blocks.shape(message)
+    _writes_as(_reference, blocks.shape, message)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.one_of(st.lists(text, max_size=3), value), max_size=4))
 def test_tool_uses_are_written_as_json_dumps_writes_them(uses: list[Any]) -> None:
-    try:
-        expected: str | type[Exception] = json.dumps(uses)
-    except Exception as exc:  # not JSON (`default` raises): the same failure
-        expected = type(exc)
-    if isinstance(expected, str):
-        assert blocks._encode_uses(uses) == expected
-    else:
-        with pytest.raises(expected):
-            blocks._encode_uses(uses)
+    _writes_as(json.dumps, blocks._encode_uses, uses)
 
 
 def test_the_shared_encoder_is_safe_across_threads() -> None:
