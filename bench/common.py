@@ -235,6 +235,12 @@ def timed(fn: Callable[[], Any], repeat: int) -> list[float]:
     return out
 
 
+def rounds_within(budget: float, seconds_per_round: float, least: int, most: int) -> int:
+    """How many rounds of `seconds_per_round` fit in `budget` seconds, at least `least` and at
+    most `most`."""
+    return max(least, min(most, int(budget / max(seconds_per_round, 1e-6))))
+
+
 def interleaved(arms: dict[str, Callable[[], Any]], repeat: int) -> dict[str, list[float]]:
     """Run every arm `repeat` times, alternating the order each round to cancel drift."""
     out: dict[str, list[float]] = {name: [] for name in arms}

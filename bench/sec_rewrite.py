@@ -26,6 +26,7 @@ from common import (
     fmt_ms,
     fmt_ratio,
     median,
+    rounds_within,
     verdict,
 )
 
@@ -271,7 +272,7 @@ def run(
             asyncio.run(cold_rewrite(cb, messages))
             one = time.perf_counter() - start
             arms = 4 if redis_cb is not None else 3
-            repeat = max(min_repeat, min(2000, int(budget_seconds / max(one * arms, 1e-6))))
+            repeat = rounds_within(budget_seconds, one * arms, min_repeat, 2000)
 
             async def measure(
                 repeat: int = repeat, wire: list[Any] = wire, messages: list[Any] = messages

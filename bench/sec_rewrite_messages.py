@@ -10,7 +10,7 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from common import Section, fmt_ms, fmt_ratio, median
+from common import Section, fmt_ms, fmt_ratio, median, rounds_within
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.formats import blocks
@@ -169,7 +169,7 @@ def add_to(
         start = time.perf_counter()
         asyncio.run(_cold(cb, messages))
         one = time.perf_counter() - start  # a round: about a cold, a warm (two calls), a dumps
-        repeat = max(min_repeat, min(500, int(budget_seconds / max(3 * one, 1e-6))))
+        repeat = rounds_within(budget_seconds, 3 * one, min_repeat, 500)
 
         async def measure(
             repeat: int = repeat, wire: list[Any] = wire, messages: list[Any] = messages

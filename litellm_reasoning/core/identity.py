@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .extract import BLOCK_TYPES, THOUGHT_SEPARATOR, split_tool_call_id
+from .json_once import made_once
 from .turns import TURN_KEY
 
 _EMPTY = hashlib.blake2b(b"litellm-reasoning/v1", digest_size=16).hexdigest()
@@ -84,6 +85,8 @@ def _tool_calls(message: dict[str, Any]) -> list[list[str]]:
 
 # One encoder for every message: building a new one per json.dumps call was a third of the cost.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=repr)
+_encode = made_once(_ENCODER)
+"""`_ENCODER.encode`, its C encoder built once too (`json_once`)."""
 
 
 _quote = json.encoder.encode_basestring
@@ -211,14 +214,14 @@ def canonical_decided(message: Any) -> tuple[bytes, bool]:
 def _general(message: Any) -> bytes:
     """`canonical` for any value."""
     if not isinstance(message, dict):
-        return _ENCODER.encode(["?", repr(type(message))]).encode()
+        return _encode(["?", repr(type(message))]).encode()
     shape = [
         str(message.get("role") or ""),
         _content_parts(message.get("content")),
         _tool_calls(message),
         split_tool_call_id(message.get("tool_call_id"))[0],
     ]
-    return _ENCODER.encode(shape).encode()
+    return _encode(shape).encode()
 
 
 def chain(previous: str, shape: bytes) -> str:

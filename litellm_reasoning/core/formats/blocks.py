@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from ..extract import BLOCK_TYPES, _parts_from_blocks
+from ..json_once import made_once
 from ..limits import leave_out
 from ..policy import TurnPolicy
 from ..reasoning import Reasoning
@@ -131,40 +132,8 @@ _SHAPE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default
 """`json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)`, made once (`dumps`
 makes an encoder per call for any argument of its own); `shape` runs it as `_encode_shape`."""
 
-
-def _made_once(encoder: json.JSONEncoder) -> Callable[[Any], str]:
-    """`encoder.encode`, without building its C encoder on every call (that build was a third
-    of the cost of encoding a message's shape): the C encoder `encode` builds, with the same
-    arguments, built once, but without the circular-reference check (its memo of ids would be
-    shared by every thread). Parsed JSON holds no cycle; a message that does ends in a
-    `RecursionError` instead of a `ValueError`, and a failing render lets the request through
-    as sent, as any failure does. Byte for byte `encoder.encode` (tests/core/test_block_shape.py,
-    tests/core/test_golden_keys.py)."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None or encoder.indent is not None:  # no C accelerator: `encode` as it is
-        return encoder.encode
-    ascii_only = encoder.ensure_ascii
-    quote = json.encoder.encode_basestring_ascii if ascii_only else json.encoder.encode_basestring
-    made = make(
-        None,
-        encoder.default,
-        quote,
-        None,
-        encoder.key_separator,
-        encoder.item_separator,
-        encoder.sort_keys,
-        encoder.skipkeys,
-        encoder.allow_nan,
-    )
-
-    def encode(value: Any) -> str:
-        return "".join(made(value, 0))
-
-    return encode
-
-
-_encode_shape = _made_once(_SHAPE_ENCODER)
-_encode_uses = _made_once(json.JSONEncoder())
+_encode_shape = made_once(_SHAPE_ENCODER)
+_encode_uses = made_once(json.JSONEncoder())
 """`json.dumps(uses)` (the default encoder's settings)."""
 
 

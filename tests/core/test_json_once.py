@@ -1,7 +1,8 @@
-"""`blocks.shape` writes the bytes `json.dumps(sort_keys=True, separators=(",", ":"),
-default=str)` writes, and a tool-use key's uses the bytes `json.dumps(uses)` writes, through C
-encoders built once: every `/v1/messages` key and digest depends on them
-(tests/core/test_golden_keys.py pins the values release 0.4.0 wrote)."""
+"""`json_once.made_once` writes the bytes of the `json` encoder it stands for: `blocks.shape`
+those of `json.dumps(sort_keys=True, separators=(",", ":"), default=str)`, a tool-use key's uses
+those of `json.dumps(uses)`, `identity`'s general shapes those of its `_ENCODER`. Every stored
+key and digest depends on them (tests/core/test_golden_keys.py pins the values earlier
+releases wrote)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from litellm_reasoning.core import identity
 from litellm_reasoning.core.formats import blocks
 
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
@@ -86,6 +88,12 @@ def test_shape_is_the_json_encoders_bytes(message: dict[str, Any]) -> None:
 @given(st.lists(st.one_of(st.lists(text, max_size=3), value), max_size=4))
 def test_tool_uses_are_written_as_json_dumps_writes_them(uses: list[Any]) -> None:
     _writes_as(json.dumps, blocks._encode_uses, uses)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value)
+def test_identitys_general_shapes_are_its_encoders_bytes(shape: Any) -> None:
+    _writes_as(identity._ENCODER.encode, identity._encode, shape)
 
 
 def test_the_shared_encoder_is_safe_across_threads() -> None:
