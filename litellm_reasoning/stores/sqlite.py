@@ -133,34 +133,60 @@ class SqliteStore(ReasoningStore):
             self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False
         )
         try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > STORE_SCHEMA:
-                raise RuntimeError(
-                    f"{self.path} holds reasoning store schema {version}; this version of "
-                    f"litellm-reasoning reads schema {STORE_SCHEMA} (upgrade it, or use another "
-                    "file)"
-                )
-            if version < STORE_SCHEMA:
-                # One transaction; every statement is idempotent, so workers racing to create
-                # the file all succeed (waiting for each other as long as a required write).
-                script = (
-                    f"PRAGMA busy_timeout = {round(self.required_timeout * 1000)};"
-                    f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
-                    f"PRAGMA busy_timeout = {round(self.timeout * 1000)};"
-                )
-                try:
-                    conn.executescript(script)
-                except BaseException:
-                    if conn.in_transaction:
-                        conn.rollback()
-                    raise
+            self._prepare_retrying(conn)
         except BaseException:
             conn.close()
             raise
         self._connection, self._pid = conn, os.getpid()
         return conn
+
+    def _prepare_retrying(self, conn: sqlite3.Connection) -> None:
+        """`_prepare`, again while the file answers "locked" within `required_timeout`.
+
+        Workers opening a new file together each switch it to WAL, which upgrades a shared lock
+        to an exclusive one; SQLite answers the loser of that race "locked" at once, without
+        waiting (its deadlock avoidance skips the busy handler). The switch is then done by the
+        winner, and the loser's next try finds the file in WAL."""
+        deadline = time.monotonic() + self.required_timeout
+        pause = 0.005
+        while True:
+            try:
+                self._prepare(conn)
+                return
+            except sqlite3.OperationalError as exc:
+                if not self.is_slow(exc) or time.monotonic() + pause > deadline:
+                    raise
+                if conn.in_transaction:
+                    conn.rollback()
+            time.sleep(pause)
+            pause = min(pause * 2, 0.1)
+
+    def _prepare(self, conn: sqlite3.Connection) -> None:
+        """WAL journal, and the tables of `STORE_SCHEMA` (created when the file lacks them)."""
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=NORMAL")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > STORE_SCHEMA:
+            raise RuntimeError(
+                f"{self.path} holds reasoning store schema {version}; this version of "
+                f"litellm-reasoning reads schema {STORE_SCHEMA} (upgrade it, or use another "
+                "file)"
+            )
+        if version < STORE_SCHEMA:
+            # One transaction; every statement is idempotent, so workers racing to create
+            # the file all succeed (waiting for each other as long as a required write).
+            script = (
+                f"PRAGMA busy_timeout = {round(self.required_timeout * 1000)};"
+                f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
+                f"PRAGMA busy_timeout = {round(self.timeout * 1000)};"
+            )
+            try:
+                conn.executescript(script)
+            except BaseException:
+                if conn.in_transaction:
+                    conn.rollback()
+                conn.execute(f"PRAGMA busy_timeout = {round(self.timeout * 1000)}")
+                raise
 
     def open_now(self) -> None:
         """Open the file (and create its tables) before the first request needs it: the

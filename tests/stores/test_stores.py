@@ -671,23 +671,61 @@ def test_sqlite_unreadable_row_reads_as_missing(tmp_path: Path) -> None:
 
 
 def test_sqlite_workers_share_one_file(tmp_path: Path) -> None:
-    """Several processes writing one file at once (proxy workers): nothing lost or torn."""
+    """Several processes opening a new file at the same moment, then writing it at once (proxy
+    workers starting together): every one opens it, nothing lost or torn."""
     url = f"sqlite:///{tmp_path / 'shared.db'}"
+    go = tmp_path / "go"
     script = (
-        "import sys\nfrom litellm_reasoning.stores import open_backend\n"
+        "import os, sys, time\nfrom litellm_reasoning.stores import open_backend\n"
         "from litellm_reasoning.core.reasoning import Reasoning\n"
+        "while not os.path.exists(sys.argv[3]):\n    time.sleep(0.001)\n"
         "s = open_backend(sys.argv[1] + '?timeout=10')\nw = sys.argv[2]\n"
         "for i in range(40):\n"
         "    s.put_many('t', {f'{w}-{i}': Reasoning.from_text(w * 100), 'shared': "
         "Reasoning.from_text(w * 100)})\n"
     )
-    procs = [subprocess.Popen([sys.executable, "-c", script, url, w]) for w in "abcd"]
-    assert [p.wait(120) for p in procs] == [0] * 4
+    workers = "abcdef"
+    procs = [subprocess.Popen([sys.executable, "-c", script, url, w, str(go)]) for w in workers]
+    time.sleep(0.5)  # let them all import, so they open the file together
+    go.touch()
+    assert [p.wait(120) for p in procs] == [0] * len(workers)
     store = open_backend(url)
-    keys = [f"{w}-{i}" for w in "abcd" for i in range(40)]
+    keys = [f"{w}-{i}" for w in workers for i in range(40)]
     assert set(store.get_many("t", keys)) == set(keys)
-    assert store.get_many("t", ["shared"])["shared"].text in {w * 100 for w in "abcd"}
-    assert sum(t.records for t in store.tenants()) == 161
+    assert store.get_many("t", ["shared"])["shared"].text in {w * 100 for w in workers}
+    assert sum(t.records for t in store.tenants()) == len(keys) + 1
+
+
+def test_sqlite_opening_waits_out_a_locked_file(tmp_path: Path) -> None:
+    """Opening (WAL switch, tables) meets another process's lock: it is tried again within
+    `required_timeout`, not failed after the short `timeout` of one call."""
+    path = tmp_path / "s.db"
+    holder = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    holder.execute("BEGIN EXCLUSIVE")
+    release = threading.Timer(0.3, holder.rollback)
+    release.start()
+    try:
+        store = SqliteStore(path, timeout=0.02, required_timeout=30)
+        store.put_many(A, {"k": text("x")})
+    finally:
+        release.join()
+        holder.close()
+    assert store.get_many(A, ["k"]) == {"k": text("x")}
+
+
+def test_sqlite_opening_gives_up_after_required_timeout(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        store = SqliteStore(path, timeout=0.02, required_timeout=0.2)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            store.put_many(A, {"k": text("x")})
+    finally:
+        holder.rollback()
+        holder.close()
+    store.put_many(A, {"k": text("x")})
+    assert store.get_many(A, ["k"]) == {"k": text("x")}
 
 
 # ---------------------------------------------------------------------------------- Redis
