@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..accelerator import NATIVE
 from ..core.reasoning import Reasoning
 from ._threads import off_loop
 
@@ -265,3 +266,15 @@ class ReasoningStore(ABC):
 def matches_scope(scope: str, wanted: str | None) -> bool:
     """`wanted` names `scope` by its text or its `scope_id` (None matches every scope)."""
     return wanted is None or wanted in (scope, scope_id(scope))
+
+
+def off_the_collector(record: Reasoning, *holders: object) -> None:
+    """Take a record a store keeps (its parts, their tuple) and what holds it (`holders`) off
+    the garbage collector's lists, with the accelerator (without it nothing changes).
+
+    A kept record is long-lived and in no cycle (frozen, made of text and parsed JSON):
+    tracked, the thousands a store holds make every full collection of the process longer (a
+    LiteLLM proxy worker's are ~0.3 s already). Reference counting still frees them; a part's
+    provider dict stays tracked, so a cycle a caller built inside it is still found."""
+    if NATIVE is not None:
+        NATIVE.untrack([*holders, record, record.parts, *record.parts])

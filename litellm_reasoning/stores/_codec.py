@@ -21,10 +21,9 @@ from dataclasses import dataclass
 from itertools import compress
 from operator import itemgetter
 
-from ..accelerator import NATIVE
 from ..core.reasoning import Reasoning
 from ..core.shared_keys import SHARED
-from ._base import record_size
+from ._base import off_the_collector, record_size
 
 logger = logging.getLogger("litellm_reasoning")
 
@@ -187,11 +186,8 @@ class DecodedRecords:
         record = decoded.record
         if record is None or size > self.max_bytes // 8:
             return decoded  # junk is not worth keeping; one huge record does not flush the rest
-        if NATIVE is not None:
-            # Long-lived and in no cycle (frozen, made of parsed JSON): off the collector's lists,
-            # as the prefix memo's copies are. Five objects per record, tens of thousands of
-            # records in a proxy worker's cache, each traversed by every full collection.
-            NATIVE.untrack([decoded, record, record.parts, *record.parts])
+        # Tens of thousands of records in a proxy worker's cache, as the prefix memo's copies.
+        off_the_collector(record, decoded)
         with self._lock:
             self.misses += 1
             held = self._entries.pop(key, None)  # another record's of the same hash: replaced

@@ -22,6 +22,7 @@ from ._base import (
     TenantStats,
     fair_caps,
     matches_scope,
+    off_the_collector,
     record_size,
     scope_id,
 )
@@ -163,7 +164,8 @@ class MemoryStore(ReasoningStore):
     def _set(self, scope: str, key: str, record: Reasoning, size: int, now: float) -> None:
         self._drop((scope, key))
         expires_at = now + self.ttl_seconds
-        self._records[(scope, key)] = _Entry(now, expires_at, size, record)
+        entry = self._records[(scope, key)] = _Entry(now, expires_at, size, record)
+        off_the_collector(record, entry)
         self._expiry_floor = min(self._expiry_floor, expires_at)
         if expires_at < self._last_expiry:
             self._in_order = False  # from now on only the sweep moves the floor

@@ -1026,6 +1026,37 @@ def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
     assert gc.is_tracked(passing.record)
 
 
+def test_the_memory_store_keeps_its_records_off_the_collectors_lists() -> None:
+    """Held records (the memory store, a persistent store's local layer) are long-lived and in
+    no cycle: with the accelerator untracked, so the 10,000-50,000 a store holds do not
+    lengthen every full collection; a part's provider dict stays tracked, and a record still
+    goes once dropped (reference counting)."""
+    import gc
+
+    from litellm_reasoning.accelerator import NATIVE
+
+    details = {"summary": [{"type": "summary_text", "text": "s"}]}
+    record = Reasoning(
+        parts=(
+            ReasoningPart(text="one", details=details),
+            ReasoningPart(kind="redacted", data="x"),
+        ),
+        provider="anthropic",
+    )
+    unheld = sys.getrefcount(record)
+    store = MemoryStore(max_records=1)
+    store.put_many(A, {"k": record})
+    kept = [store._records[(A, "k")], record, record.parts, *record.parts]
+    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 5
+    assert gc.is_tracked(details)
+    assert store.get_many(A, ["k"]) == {"k": record}
+
+    del kept
+    store.put_many(A, {"j": text("next")})  # evicts "k" (one record at most)
+    assert store.get_many(A, ["k"]) == {}
+    assert sys.getrefcount(record) == unheld  # nothing of the store holds it any more
+
+
 def test_the_decode_cache_answers_only_the_bytes_it_decoded() -> None:
     """Records are found by their bytes' hash, but an entry answers only bytes of the length
     it was decoded from (a colliding value of another length is decoded, and replaces it), and
