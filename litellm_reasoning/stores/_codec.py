@@ -186,14 +186,16 @@ class DecodedRecords:
         record = decoded.record
         if record is None or size > self.max_bytes // 8:
             return decoded  # junk is not worth keeping; one huge record does not flush the rest
-        # Tens of thousands of records in a proxy worker's cache, as the prefix memo's copies.
-        off_the_collector(record, decoded)
+        entry = (decoded, size)  # the record holds about its JSON's size
+        # Tens of thousands of records in a proxy worker's cache, as the prefix memo's copies
+        # (the entry too: the collector keeps a tuple of a dataclass tracked, untracked or not).
+        off_the_collector(record, decoded, entry)
         with self._lock:
             self.misses += 1
             held = self._entries.pop(key, None)  # another record's of the same hash: replaced
             if held is not None:
                 self._bytes -= held[1]
-            self._entries[key] = (decoded, size)  # the record holds about its JSON's size
+            self._entries[key] = entry
             self._bytes += size
             while self._bytes > self.max_bytes and self._entries:
                 _, (_, gone) = self._entries.popitem(last=False)

@@ -999,10 +999,10 @@ def test_a_record_is_decoded_once_and_a_rewrite_or_delete_still_shows(
 
 
 def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
-    """A cached record (its envelope, the record, its parts and their tuple) is long-lived and in
-    no cycle: with the accelerator it is untracked, so a proxy worker's full collections do not
-    traverse tens of thousands of them (reference counting still frees it). A record too large
-    for the cache is left as it is; the pure path leaves every one."""
+    """A cached record (its cache entry and envelope, the record, its parts and their tuple) is
+    long-lived and in no cycle: with the accelerator it is untracked, so a proxy worker's full
+    collections do not traverse tens of thousands of them (reference counting still frees it).
+    A record too large for the cache is left as it is; the pure path leaves every one."""
     import gc
 
     from litellm_reasoning.accelerator import NATIVE
@@ -1016,8 +1016,10 @@ def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
     cache = _codec.DecodedRecords(max_bytes=1 << 20)
     (decoded,) = cache.decode_many([_codec.encode(A, record, 1.0)])
     assert decoded.record == record and decoded.record.conversation == "c1"
-    kept = [decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
-    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 5
+    (entry,) = cache._entries.values()
+    kept = [entry, decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
+    gc.collect()  # the collector would untrack a tuple of untracked objects of its own accord
+    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 6
     (again,) = cache.decode_many([_codec.encode(A, record, 1.0)])
     assert again is decoded and cache.hits == 1
 
