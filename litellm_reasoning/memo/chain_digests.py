@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
+from ..accelerator import NATIVE
 from .continuation import best_earlier
 
 Step = Callable[[str, Any], str]
@@ -72,7 +73,8 @@ def _encoded(item: Any) -> bytes | None:
 
 class ChainDigests:
     """Chained digests (and per-item facts, and keys) of one conversation format, remembered
-    per scope."""
+    per scope. `facts_of` returns immutable values in no reference cycle (`blocks.BlockFacts`,
+    a named tuple of flags and numbers): remembered, they are off the collector's lists."""
 
     def __init__(
         self,
@@ -155,6 +157,10 @@ class ChainDigests:
         replaces, walked.continues = walked.continues, None
         # Its own copy: the request's dict may still get keys after this (never read here).
         walked.keys = dict(walked.keys)
+        if NATIVE is not None:
+            # Long-lived (a busy key's conversations: tens of thousands of items), and the
+            # collector keeps a named tuple tracked however atomic what it holds is.
+            NATIVE.untrack(walked.facts)
         with self._lock:
             held = self._scopes.pop(walked.scope, [])
             if replaces is not None and replaces in held:

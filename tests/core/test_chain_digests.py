@@ -202,6 +202,27 @@ def test_a_continued_conversation_steps_only_its_new_messages() -> None:
     assert counted.steps == 63 + 63
 
 
+def test_remembered_facts_are_off_the_collectors_lists() -> None:
+    """A remembered conversation's facts (named tuples, which the collector never untracks of
+    its own accord) are untracked with the accelerator: a busy key's remembered conversations
+    do not lengthen every full collection. The request's answers are the same either way."""
+    import gc
+
+    from litellm_reasoning.accelerator import NATIVE
+
+    memo = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
+    messages = _claude_code(20)
+    walked = memo.walk(SCOPE, messages)
+    assert walked.facts == [blocks.facts_of(m) for m in messages]
+    assert all(map(gc.is_tracked, walked.facts))  # the request's own, before it is remembered
+    memo.remember(walked)
+    gc.collect()
+    assert [gc.is_tracked(f) for f in walked.facts] == [NATIVE is None] * len(messages)
+    again = memo.walk(SCOPE, copy.deepcopy(messages) + _claude_code(21)[-3:])
+    assert again.facts[: len(messages)] == walked.facts
+    assert again.digests == blocks.prefix_digests(copy.deepcopy(messages) + _claude_code(21)[-3:])
+
+
 def test_the_keys_of_a_continued_conversation_are_made_once_per_system_prompt() -> None:
     memo = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
     system = blocks.system_digest("You are Claude Code.")
