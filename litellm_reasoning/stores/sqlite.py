@@ -154,10 +154,9 @@ class SqliteStore(ReasoningStore):
                 self._prepare(conn)
                 return
             except sqlite3.OperationalError as exc:
+                # `_prepare` leaves no transaction open when it fails
                 if not self.is_slow(exc) or time.monotonic() + pause > deadline:
                     raise
-                if conn.in_transaction:
-                    conn.rollback()
             time.sleep(pause)
             pause = min(pause * 2, 0.1)
 

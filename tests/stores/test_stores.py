@@ -1018,7 +1018,7 @@ def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
     assert decoded.record == record and decoded.record.conversation == "c1"
     (entry,) = cache._entries.values()
     kept = [entry, decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
-    gc.collect()  # the collector would untrack a tuple of untracked objects of its own accord
+    gc.collect()  # a collection untracks only tuples of atomic values, not this entry
     assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 6
     (again,) = cache.decode_many([_codec.encode(A, record, 1.0)])
     assert again is decoded and cache.hits == 1

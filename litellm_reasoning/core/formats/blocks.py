@@ -130,7 +130,7 @@ def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
 
 _SHAPE_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 """`json.dumps(..., sort_keys=True, separators=(",", ":"), default=str)`, made once (`dumps`
-makes an encoder per call for any argument of its own); `shape` runs it as `_encode_shape`."""
+makes an encoder per call for any argument of its own); run as `_encode_shape`."""
 
 _encode_shape = made_once(_SHAPE_ENCODER)
 _encode_uses = made_once(json.JSONEncoder())
@@ -199,7 +199,7 @@ def system_digest(system: Any) -> str:
     if all(isinstance(b, dict) and b.get("type") == "text" for b in plain):
         plain = ["".join(str(b.get("text", "")) for b in plain)]
     digest = hashlib.blake2b(digest_size=16, person=b"lr-msgs-sys")
-    digest.update(_SHAPE_ENCODER.encode(plain).encode())
+    digest.update(_encode_shape(plain).encode())
     return digest.hexdigest()
 
 
