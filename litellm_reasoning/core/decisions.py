@@ -45,6 +45,16 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
     # Built with C-level passes (dict.fromkeys, map): this runs on every request, over every
     # assistant message of the history. Later decisions override earlier ones, as listed.
     kept, restored = rendered.kept, rendered.restored
+    if restored == kept and not (
+        rendered.reordered
+        or rendered.stripped
+        or rendered.dropped
+        or rendered.missing
+        or limited.over_budget
+    ):
+        # A client that drops reasoning, every record found and sent (an agent loop's
+        # request): one decision, so one pass over the indices.
+        return _summary(target, limited, _restored_only(kept))
     if restored == kept:  # a client that drops reasoning: everything sent came from the store
         per_message = dict.fromkeys(kept, "restored")
         n_restored = len(per_message)
@@ -79,6 +89,24 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
         messages = dict.fromkeys(keys, single[0])
     else:
         messages = dict(zip(keys, map(per_message.__getitem__, order), strict=True))
+    return _summary(target, limited, (messages, counts))
+
+
+def _restored_only(kept: list[int]) -> tuple[dict[str, str], dict[str, int]]:
+    """The per-message map and counts of a request whose every decision is `restored`."""
+    order = sorted(kept)  # in index order already (render's lists): a pass that moves nothing
+    names = _index_names(order[-1] if order else 0)
+    keys = map(names.__getitem__, order) if names else map(str, order)
+    messages = dict.fromkeys(keys, "restored")
+    counts = dict.fromkeys(DECISIONS, 0)
+    counts["restored"] = len(messages)
+    return messages, counts
+
+
+def _summary(
+    target: Target, limited: Limited, decided: tuple[dict[str, str], dict[str, int]]
+) -> dict[str, Any]:
+    messages, counts = decided
     return {
         "policy": target.policy.value,
         "dialect": target.dialect.name,

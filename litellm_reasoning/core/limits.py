@@ -67,14 +67,26 @@ class RecordCounts:
     ) -> None:
         self.stored = stored
         self.owns = owns
-        self.restored = set(restored)  # as rendered, before the limits
+        self.restored_as_rendered = restored
+        self._restored: set[int] | None = None  # made when first needed
+
+    @property
+    def restored(self) -> set[int]:
+        """The restored indices, as rendered before the limits."""
+        if self._restored is None:
+            self._restored = set(self.restored_as_rendered)
+        return self._restored
+
+    def _records(self, indices: Sequence[int]) -> list[Reasoning | None]:
+        stored, owns = self.stored, self.owns
+        # A client that drops reasoning: every kept index was restored (a list compare, in C).
+        if indices == self.restored_as_rendered or self.restored.issuperset(indices):
+            return list(map(stored.get, indices))
+        restored = self.restored
+        return [stored.get(i) if i in restored else owns[i] for i in indices]
 
     def counts(self, indices: Sequence[int]) -> list[int]:
-        stored, owns, restored = self.stored, self.owns, self.restored
-        if restored.issuperset(indices):  # a client that drops reasoning: in C
-            records: list[Reasoning | None] = list(map(stored.get, indices))
-        else:
-            records = [stored.get(i) if i in restored else owns[i] for i in indices]
+        records = self._records(indices)
         try:  # every index has a record counted before (the common case): read in C
             counts: list[int | None] = list(map(counted_tokens, records))
             if None not in counts:
@@ -84,7 +96,13 @@ class RecordCounts:
         return [r.estimated_tokens if r is not None else 0 for r in records]
 
     def total(self, indices: Sequence[int]) -> int:
-        return sum(self.counts(indices))
+        if not indices:
+            return 0
+        records = self._records(indices)
+        try:  # every record counted before: summed in C, no list of counts
+            return sum(map(counted_tokens, records))
+        except (AttributeError, TypeError):  # a None record, or a count not worked out yet
+            return sum(r.estimated_tokens if r is not None else 0 for r in records)
 
 
 @dataclass(slots=True)

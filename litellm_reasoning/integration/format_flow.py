@@ -157,9 +157,9 @@ def stored_records(
     """Message index -> its record: under its own key, else one an earlier release wrote under
     its key there, newest release first (never a copy marked superseded: written there for
     older replicas by a release that also wrote the record under its own key)."""
-    if all(map(found.__contains__, keys.values())):  # each message's record found: in C
+    try:  # each message's record found (the common case): one pass, in C
         stored = dict(zip(keys, map(found.__getitem__, keys.values()), strict=True))
-    else:
+    except KeyError:
         stored = {i: found[key] for i, key in keys.items() if key in found}
     for i, older_keys in legacy.items():
         if i in stored:
