@@ -66,6 +66,15 @@ def marked(conversation: str) -> str:
     return conversation if conversation.startswith(SHARED) else SHARED + conversation
 
 
+def mark_left_by(conversation: str | None) -> str | None:
+    """What stays under the key when a record filed with `conversation` leaves it (a refusal
+    evicts it): the mark, where it is marked shared, so another conversation's read still goes
+    to its own `exact_key` (the mark gone, a miss at the key looks no further); None: nothing."""
+    if conversation is None or not conversation.startswith(SHARED):
+        return None
+    return conversation
+
+
 def exact_key(key: str, conversation: str) -> str:
     """Where the record of conversation `conversation` (its digest, unmarked) goes once `key`
     is shared. Hashed keys are hex, so the colon cannot occur in any other key."""

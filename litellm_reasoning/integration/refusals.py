@@ -10,9 +10,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..core import healing
+from ..core.reasoning import Reasoning
+from ..core.shared_keys import mark_left_by
 from .calls import CallState, state_in
 from .fallback import Contained
-from .flows import Delete, Flow
+from .flows import Delete, Flow, Write, adrive, drive
 
 if TYPE_CHECKING:
     from .engine import Engine
@@ -28,7 +30,38 @@ def failed(engine: Engine, details: Any) -> Flow[None]:
         engine.pending.close(state.id)
         evict = heal(engine, state, details)
         if evict:
-            yield Delete(*evict)
+            yield from evicting(evict)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Eviction:
+    """What a refusal takes out of the store: `keys` deleted; `marks` written over the records
+    that were the first writers of a tool-call key two conversations share (an empty record
+    keeping the shared mark, `shared_keys.mark_left_by`), so the other conversation's read
+    still finds its own copy."""
+
+    scope: str
+    keys: list[str]
+    marks: dict[str, Reasoning]
+
+
+def eviction(scope: str, evicted: Mapping[str, Reasoning]) -> Eviction:
+    marks: dict[str, Reasoning] = {}
+    keys: list[str] = []
+    for key, record in evicted.items():
+        mark = mark_left_by(record.conversation)
+        if mark is None:
+            keys.append(key)
+        else:
+            marks[key] = Reasoning(provider=record.provider, model=record.model, conversation=mark)
+    return Eviction(scope, keys, marks)
+
+
+def evicting(evict: Eviction) -> Flow[None]:
+    if evict.keys:
+        yield Delete(evict.scope, evict.keys)
+    if evict.marks:
+        yield Write(evict.scope, evict.marks)
 
 
 def heal_before_retry(
@@ -46,9 +79,9 @@ def heal_before_retry(
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        engine.store.delete_many(*evict)
+        drive(engine.store, evicting(evict))
         return
-    task = loop.create_task(engine.store.adelete_many(*evict))
+    task = loop.create_task(adrive(engine.store, evicting(evict)))
     tasks.add(task)
 
     def deleted(done: asyncio.Task[None]) -> None:
@@ -59,12 +92,10 @@ def heal_before_retry(
     task.add_done_callback(deleted)
 
 
-def heal(
-    engine: Engine, state: CallState, details: Mapping[str, Any]
-) -> tuple[str, list[str]] | None:
+def heal(engine: Engine, state: CallState, details: Mapping[str, Any]) -> Eviction | None:
     """A refusal of reasoning this call's request carried because of the callback: the
     records restored into it are never restored again, or the target moves to the policy the
-    provider asked for. Returns what the store must delete, as (scope, keys). Runs before
+    provider asked for. Returns what the store must take out (`Eviction`). Runs before
     LiteLLM's own retry of the call (its failure handler is awaited first) and before the
     client can resend it."""
     target, capture = state.rendered_for, state.capture
@@ -101,4 +132,4 @@ def heal(
             **({"policy": healed.policy.value} if healed.policy is not None else {}),
         }
     engine.report.refusal(target, refusal, len(evicted), healed.policy)
-    return (capture.scope, list(evicted)) if evicted else None
+    return eviction(capture.scope, evicted) if evicted else None

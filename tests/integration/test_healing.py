@@ -19,7 +19,7 @@ import litellm
 import pytest
 import yaml
 from clients import READ_FILE, THINKING, complete, dropping_client
-from conftest import register
+from conftest import register, settled
 from litellm.integrations.custom_logger import CustomLogger
 from paths import REPO
 
@@ -247,19 +247,23 @@ async def test_a_no_log_requests_refusal_is_healed_too(
     assert callback.stats["refused_records"] == 1
 
 
+@pytest.mark.parametrize("first", ["x", "y"], ids=["other-first", "refused-first"])
 @pytest.mark.parametrize("how", ["acompletion", "router.completion"])
 async def test_a_refused_record_of_a_shared_key_leaves_only_its_own_conversation(
-    callback: ReasoningCallback, how: str
+    callback: ReasoningCallback, how: str, first: str
 ) -> None:
-    """Two conversations reach one tool-call key (the same call id at the same place; the
-    second one's record is kept apart by the store). Claude refuses the second one's restored
-    signature: its own copy is evicted and never sent again; the first conversation's record
-    under the key stays and still goes back."""
-    model = f"claude-sonnet-4-5-shared-{how}"
+    """Two conversations reach one tool-call key (the same call id at the same place): the
+    first reply captured stays under the key, marked shared, the second is kept apart by the
+    store. Claude refuses y's restored signature: it is evicted and never sent again; x's
+    record still goes back. `refused-first`: y's record is the one under the key, so the
+    eviction must leave the mark that sends x's read to x's own copy (a sync call is captured
+    on LiteLLM's thread after the caller has the reply: under load either order happens)."""
+    model = f"claude-sonnet-4-5-shared-{how}-{first}"
     signatures = {name: f"EqQBCgIYAhIM-{name}-shared-key==" for name in ("x", "y")}
     system = {"role": "system", "content": "You are a coding agent."}
+    order = (first, "y" if first == "x" else "x")
     with AnthropicUpstream(strict=True) as claude:
-        for name in ("x", "y"):
+        for name in order:
             claude.script(
                 model,
                 AnthropicReply(
@@ -275,7 +279,7 @@ async def test_a_refused_record_of_a_shared_key_leaves_only_its_own_conversation
             )
         claude.always(model, AnthropicReply([{"type": "text", "text": "Done."}]))
         histories: dict[str, list[Any]] = {}
-        for name in ("x", "y"):
+        for name in order:
             history: list[Any] = [
                 system,
                 {"role": "user", "content": f"About {name}.py"},
@@ -287,6 +291,7 @@ async def test_a_refused_record_of_a_shared_key_leaves_only_its_own_conversation
             )
             history.append({"role": "tool", "tool_call_id": "toolu_1", "content": "ok"})
             histories[name] = history
+            await settled(callback)  # this reply's record written before the next one's
         claude.revoked.add(signatures["y"])
         with pytest.raises(litellm.BadRequestError, match="Invalid `signature`"):
             await _claude(how, model, claude, list(histories["y"]), stream=False)

@@ -300,6 +300,28 @@ async def test_a_key_two_conversations_write_keeps_each_ones_record(
     assert got[exact_key("tc", "Y")].text == "y two"
 
 
+async def test_the_mark_a_refusal_leaves_under_a_shared_key_keeps_the_copies_reachable(
+    harness: Harness, mode: str
+) -> None:
+    """A refusal of the key's first writer writes an empty record with its mark over it
+    (`refusals.eviction`), where a delete would leave a miss that looks no further: the key
+    still reads as shared (another conversation's read goes to its copy), nothing is left to
+    restore for the first writer, and the first writer's next reply is filed under the mark."""
+    ops = Ops(harness.make(), mode)
+    await ops.put(A, {"tc": placed("x", "X")})
+    await ops.put(A, {"tc": placed("y", "Y")})  # X's record marked, Y's copy apart
+    await ops.put(A, {"tc": Reasoning(provider="anthropic", conversation=SHARED + "X")})
+    got = await ops.get(A, ["tc", exact_key("tc", "Y")])
+    assert got["tc"].is_empty
+    assert got["tc"].conversation == SHARED + "X"
+    assert reading(got["tc"].conversation, "Y") is Reading.EXACT
+    assert reading(got["tc"].conversation, "X") is Reading.RESTORE  # an empty record: nothing
+    assert (got[exact_key("tc", "Y")].text, got[exact_key("tc", "Y")].conversation) == ("y", "Y")
+    await ops.put(A, {"tc": placed("x again", "X")})
+    got = await ops.get(A, ["tc"])
+    assert (got["tc"].text, got["tc"].conversation) == ("x again", SHARED + "X")
+
+
 async def test_a_shared_keys_mark_lives_as_long_as_its_newest_copy(
     harness: Harness, mode: str
 ) -> None:
