@@ -46,6 +46,7 @@ class Eviction:
 
 
 def eviction(scope: str, evicted: Mapping[str, Reasoning]) -> Eviction:
+    """The `Eviction` of the refused records `evicted` (store key -> the record restored)."""
     marks: dict[str, Reasoning] = {}
     keys: list[str] = []
     for key, record in evicted.items():
@@ -58,6 +59,7 @@ def eviction(scope: str, evicted: Mapping[str, Reasoning]) -> Eviction:
 
 
 def evicting(evict: Eviction) -> Flow[None]:
+    """The store steps of `evict`."""
     if evict.keys:
         yield Delete(evict.scope, evict.keys)
     if evict.marks:
