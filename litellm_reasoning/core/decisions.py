@@ -9,6 +9,7 @@ it at DEBUG and counts it in Prometheus (`metrics.py`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 from .limits import Limited
@@ -45,16 +46,20 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
     # Built with C-level passes (dict.fromkeys, map): this runs on every request, over every
     # assistant message of the history. Later decisions override earlier ones, as listed.
     kept, restored = rendered.kept, rendered.restored
-    if restored == kept and not (
-        rendered.reordered
-        or rendered.stripped
-        or rendered.dropped
-        or rendered.missing
-        or limited.over_budget
-    ):
-        # A client that drops reasoning, every record found and sent (an agent loop's
-        # request): one decision, so one pass over the indices.
-        return _summary(target, limited, _restored_only(kept))
+    groups = (
+        ("reordered", rendered.reordered),
+        ("stripped", rendered.stripped),
+        ("dropped_foreign", rendered.dropped),
+        ("missing", rendered.missing),
+        ("over_budget", limited.over_budget),
+    )
+    if restored == kept and not any(indices for _, indices in groups):
+        # Every decision `restored` (a client that drops reasoning, every record found: an
+        # agent loop's request): one pass over the indices, in index order already.
+        messages = dict.fromkeys(_names(sorted(kept)), "restored")
+        counts = dict.fromkeys(DECISIONS, 0)
+        counts["restored"] = len(messages)
+        return _summary(target, limited, messages, counts)
     if restored == kept:  # a client that drops reasoning: everything sent came from the store
         per_message = dict.fromkeys(kept, "restored")
         n_restored = len(per_message)
@@ -63,13 +68,6 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
         restored_kept = per_message.keys() & set(restored)
         per_message.update(dict.fromkeys(restored_kept, "restored"))
         n_restored = len(restored_kept)
-    groups = (
-        ("reordered", rendered.reordered),
-        ("stripped", rendered.stripped),
-        ("dropped_foreign", rendered.dropped),
-        ("missing", rendered.missing),
-        ("over_budget", limited.over_budget),
-    )
     for name, indices in groups:
         if indices:
             per_message.update(dict.fromkeys(indices, name))
@@ -82,31 +80,24 @@ def summarize(rendered: Rendered, target: Target, limited: Limited) -> dict[str,
     else:
         counts.update(Counter(per_message.values()))
     order = sorted(per_message)
-    names = _index_names(order[-1] if order else 0)
-    keys = map(names.__getitem__, order) if names else map(str, order)
+    keys = _names(order)
     single = [name for name, count in counts.items() if count]
     if len(single) == 1:
         messages = dict.fromkeys(keys, single[0])
     else:
         messages = dict(zip(keys, map(per_message.__getitem__, order), strict=True))
-    return _summary(target, limited, (messages, counts))
+    return _summary(target, limited, messages, counts)
 
 
-def _restored_only(kept: list[int]) -> tuple[dict[str, str], dict[str, int]]:
-    """The per-message map and counts of a request whose every decision is `restored`."""
-    order = sorted(kept)  # in index order already (render's lists): a pass that moves nothing
+def _names(order: list[int]) -> Iterator[str]:
+    """The summary's keys of the indices `order` (ascending)."""
     names = _index_names(order[-1] if order else 0)
-    keys = map(names.__getitem__, order) if names else map(str, order)
-    messages = dict.fromkeys(keys, "restored")
-    counts = dict.fromkeys(DECISIONS, 0)
-    counts["restored"] = len(messages)
-    return messages, counts
+    return map(names.__getitem__, order) if names else map(str, order)
 
 
 def _summary(
-    target: Target, limited: Limited, decided: tuple[dict[str, str], dict[str, int]]
+    target: Target, limited: Limited, messages: dict[str, str], counts: dict[str, int]
 ) -> dict[str, Any]:
-    messages, counts = decided
     return {
         "policy": target.policy.value,
         "dialect": target.dialect.name,

@@ -67,22 +67,22 @@ class RecordCounts:
     ) -> None:
         self.stored = stored
         self.owns = owns
-        self.restored_as_rendered = restored
-        self._restored: set[int] | None = None  # made when first needed
-
-    @property
-    def restored(self) -> set[int]:
-        """The restored indices, as rendered before the limits."""
-        if self._restored is None:
-            self._restored = set(self.restored_as_rendered)
-        return self._restored
+        self.restored = restored  # as rendered, before the limits
+        self._restored_set: set[int] | None = None  # made where a list compare cannot decide
 
     def _records(self, indices: Sequence[int]) -> list[Reasoning | None]:
-        stored, owns = self.stored, self.owns
+        stored = self.stored
+        if not indices:  # nothing stripped (asked on every request): no set made for it
+            return []
         # A client that drops reasoning: every kept index was restored (a list compare, in C).
-        if indices == self.restored_as_rendered or self.restored.issuperset(indices):
+        if indices == self.restored:
             return list(map(stored.get, indices))
-        restored = self.restored
+        if self._restored_set is None:
+            self._restored_set = set(self.restored)
+        restored = self._restored_set
+        if restored.issuperset(indices):
+            return list(map(stored.get, indices))
+        owns = self.owns
         return [stored.get(i) if i in restored else owns[i] for i in indices]
 
     def counts(self, indices: Sequence[int]) -> list[int]:
@@ -93,16 +93,19 @@ class RecordCounts:
                 return cast(list[int], counts)
         except AttributeError:  # None where neither the store nor the client had one
             pass
-        return [r.estimated_tokens if r is not None else 0 for r in records]
+        return _estimated(records)
 
     def total(self, indices: Sequence[int]) -> int:
-        if not indices:
-            return 0
         records = self._records(indices)
         try:  # every record counted before: summed in C, no list of counts
             return sum(map(counted_tokens, records))
         except (AttributeError, TypeError):  # a None record, or a count not worked out yet
-            return sum(r.estimated_tokens if r is not None else 0 for r in records)
+            return sum(_estimated(records))
+
+
+def _estimated(records: Sequence[Reasoning | None]) -> list[int]:
+    """Each record's estimated tokens (worked out where not yet), 0 for none."""
+    return [r.estimated_tokens if r is not None else 0 for r in records]
 
 
 @dataclass(slots=True)

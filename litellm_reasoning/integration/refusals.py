@@ -72,7 +72,7 @@ def heal_before_retry(
     """LiteLLM retries a call from inside its `except` block, before any failure event: the
     attempt that failed is the exception being handled. The refused set keeps the records out
     of the retry at once; the store (every replica) follows without blocking the event loop
-    (`tasks` holds the delete while it runs)."""
+    (`tasks` holds the eviction while it runs)."""
     if failure is None:
         return
     evict = heal(engine, state, {"exception": failure})
@@ -86,12 +86,12 @@ def heal_before_retry(
     task = loop.create_task(adrive(engine.store, evicting(evict)))
     tasks.add(task)
 
-    def deleted(done: asyncio.Task[None]) -> None:
+    def evicted(done: asyncio.Task[None]) -> None:
         tasks.discard(done)
         if not done.cancelled() and done.exception() is not None:
             engine.report.fail("evicting refused reasoning from the store", done.exception())  # type: ignore[arg-type]
 
-    task.add_done_callback(deleted)
+    task.add_done_callback(evicted)
 
 
 def heal(engine: Engine, state: CallState, details: Mapping[str, Any]) -> Eviction | None:

@@ -174,17 +174,18 @@ class SqliteStore(ReasoningStore):
         if version < STORE_SCHEMA:
             # One transaction; every statement is idempotent, so workers racing to create
             # the file all succeed (waiting for each other as long as a required write).
+            short_wait = f"PRAGMA busy_timeout = {round(self.timeout * 1000)};"
             script = (
                 f"PRAGMA busy_timeout = {round(self.required_timeout * 1000)};"
                 f"BEGIN IMMEDIATE;{_SCHEMA}PRAGMA user_version = {STORE_SCHEMA};COMMIT;"
-                f"PRAGMA busy_timeout = {round(self.timeout * 1000)};"
+                + short_wait
             )
             try:
                 conn.executescript(script)
             except BaseException:
                 if conn.in_transaction:
                     conn.rollback()
-                conn.execute(f"PRAGMA busy_timeout = {round(self.timeout * 1000)}")
+                conn.execute(short_wait)
                 raise
 
     def open_now(self) -> None:
