@@ -165,7 +165,8 @@ class Reasoning:
         return out
 
     @classmethod
-    def from_json(cls, raw: dict[str, Any]) -> Reasoning:
+    def from_json(cls, raw: dict[str, Any], *, conversation: str | None = None) -> Reasoning:
+        """The record `to_json` wrote; `conversation`: what the stores keep beside it."""
         if raw.get("v") != SCHEMA_VERSION:
             raise ValueError(f"unsupported reasoning record version {raw.get('v')!r}")
         return cls(
@@ -176,6 +177,7 @@ class Reasoning:
             layout=_layout(raw.get("layout")),
             origin=_text(raw.get("origin")),
             deployment=_text(raw.get("deployment")),
+            conversation=conversation,
         )
 
     @classmethod

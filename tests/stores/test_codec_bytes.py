@@ -1,0 +1,103 @@
+"""The codec's bytes do not depend on whether orjson is installed: where it writes a record
+(LiteLLM's proxy installs it), it writes what `json` writes, byte for byte, so every release and
+every replica reads every record, and a record rewritten unchanged is the same bytes (the decode
+caches key records by their bytes). The suite runs on venvs with orjson (the proxy lines) and
+without it (the SDK line): these tests check whichever path is installed against `json` itself."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
+from litellm_reasoning.stores import _codec
+
+# Any text but lone surrogates (a separate test): control characters, quotes, backslashes,
+# non-BMP characters, U+2028 and U+007F, which JSON encoders are known to escape differently.
+texts = st.text(
+    alphabet=st.characters(exclude_categories=("Cs",)),
+    max_size=40,
+)
+maybe_text = st.one_of(st.none(), texts)
+parts = st.builds(
+    ReasoningPart,
+    kind=st.sampled_from(["thinking", "redacted", "encrypted"]),
+    text=texts,
+    signature=maybe_text,
+    data=maybe_text,
+    id=maybe_text,
+)
+records = st.builds(
+    Reasoning,
+    parts=st.lists(parts, max_size=3).map(tuple),
+    provider=maybe_text,
+    model=maybe_text,
+    superseded=st.booleans(),
+    layout=st.lists(st.sampled_from(["r", "u", "t0", "t17"]), max_size=4).map(tuple),
+    origin=maybe_text,
+    deployment=maybe_text,
+    conversation=maybe_text,
+)
+# Unix times as the stores pass them (and the small clocks tests use), rounded to 3 places.
+created = st.one_of(
+    st.floats(min_value=1.6e9, max_value=4.1e9),
+    st.floats(min_value=0, max_value=1e6),
+    st.integers(min_value=0, max_value=2**40),
+)
+
+
+def json_bytes(scope: str, record: Reasoning, created_at: float) -> bytes:
+    """What the codec writes with the json module (what every earlier release wrote)."""
+    payload: dict[str, Any] = {}
+    if record.conversation is not None:
+        payload["c"] = record.conversation
+    payload.update(s=scope, t=round(created_at, 3), r=record.to_json())
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+@settings(max_examples=400, deadline=None)
+@given(scope=texts, record=records, created_at=created)
+def test_the_codec_writes_the_json_modules_bytes_and_reads_them_back(
+    scope: str, record: Reasoning, created_at: float
+) -> None:
+    written = _codec.encode(scope, record, created_at)
+    assert written == json_bytes(scope, record, created_at)
+    decoded = _codec.decode(written)
+    assert decoded.record == record
+    assert decoded.record is not None and decoded.record.conversation == record.conversation
+    assert decoded.scope == scope
+
+
+def test_a_record_with_provider_details_is_written_by_json() -> None:
+    """Provider `details` may hold values the two encoders write differently (a float json
+    writes as `1e-05`, orjson 3.13 as `0.00001`; an integer orjson refuses): such a record is
+    written as json writes it."""
+    record = Reasoning(
+        parts=(ReasoningPart(text="t", details={"small": 1e-5, "big": 1e16, "n": 2**70}),),
+        provider="gemini",
+    )
+    written = _codec.encode("s", record, 1700000000.5)
+    assert written == json_bytes("s", record, 1700000000.5)
+    assert b'"small":1e-05' in written and b'"n":1180591620717411303424' in written
+    assert _codec.decode(written).record == record
+
+
+def test_what_only_json_reads_is_still_read() -> None:
+    """Bytes an earlier release or another program wrote that orjson refuses (an escaped lone
+    surrogate; `NaN`) are read by json, as before; junk is a missing record, not an error."""
+    odd = Reasoning(parts=(ReasoningPart(text="a\ud83d", details={"x": float("inf")}),))
+    payload = {"s": "s", "t": 1.0, "r": odd.to_json()}
+    escaped = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
+    assert b"\\ud83d" in escaped and b"Infinity" in escaped
+    assert _codec.decode(escaped).record == odd
+    assert _codec.decode(b'{"s":"s","t":1.0,"r":{"v":1,"parts":[') == _codec.Decoded("", 0.0, None)
+
+
+def test_orjson_writes_where_it_is_installed() -> None:
+    """The fast path is taken wherever orjson can be imported (the proxy's install)."""
+    installed = importlib.util.find_spec("orjson") is not None
+    assert (_codec._orjson is not None) is installed
