@@ -5,7 +5,9 @@ as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.un
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any, TypeVar
@@ -130,20 +132,42 @@ class NoCaptureCallback(ReasoningCallback):
 
 
 TIMED: dict[str, list[float]] = {}
-"""`timed` arm: per wrapped function, [calls, thread CPU seconds] in this worker."""
+"""`timed` arm: per wrapped function, [calls, thread CPU seconds, of which the garbage
+collector's (collections the function's allocations set off)] in this worker."""
+
+_COLLECTING = threading.local()
+"""Per thread: [thread CPU seconds spent in collections so far, when the current one began]."""
+
+
+def _on_collection(phase: str, info: dict[str, Any]) -> None:
+    figures = getattr(_COLLECTING, "figures", None)
+    if figures is None:
+        figures = _COLLECTING.figures = [0.0, 0.0]
+    if phase == "start":
+        figures[1] = time.thread_time()
+    else:
+        figures[0] += time.thread_time() - figures[1]
+
+
+def _collected() -> float:
+    figures = getattr(_COLLECTING, "figures", None)
+    return figures[0] if figures is not None else 0.0
 
 
 def _timed(owner: Any, name: str, label: str) -> None:
     function = getattr(owner, name)
+    if _on_collection not in gc.callbacks:
+        gc.callbacks.append(_on_collection)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        start = time.thread_time()
+        start, collected = time.thread_time(), _collected()
         try:
             return function(*args, **kwargs)
         finally:
-            figures = TIMED.setdefault(label, [0.0, 0.0])
+            figures = TIMED.setdefault(label, [0.0, 0.0, 0.0])
             figures[0] += 1
             figures[1] += time.thread_time() - start
+            figures[2] += _collected() - collected
 
     setattr(owner, name, wrapper)
 
@@ -151,12 +175,21 @@ def _timed(owner: Any, name: str, label: str) -> None:
 def _timed_callback() -> ReasoningCallback:
     """The real callback with its synchronous parts timed in thread CPU (the store's calls run
     on its own threads, so each is timed alone; the loop's are not awaited)."""
-    from litellm_reasoning.integration import capture, sync_body
+    from litellm_reasoning.integration import capture, chat_messages, sync_body
+    from litellm_reasoning.memo.prefix_cache import PrefixCache
+    from litellm_reasoning.stores import _codec
+    from litellm_reasoning.stores._codec import DecodedRecords
 
-    for name in ("get_many", "get_required", "put_many", "put_required"):
+    for name in ("get_many", "get_required", "put_many", "put_required", "_read"):
         _timed(RedisStore, name, f"store.{name}")
+    _timed(_codec, "records_of", "store.records_of")
+    _timed(DecodedRecords, "decode_many", "codec.decode_many")
     _timed(capture, "_records_of", "capture._records_of")
     _timed(sync_body, "rewrite", "log_pre_api_call")
+    # The pre-call hook's synchronous parts on the event loop's thread.
+    _timed(PrefixCache, "walk", "pre-call: prefix walk")
+    _timed(chat_messages.ChatMessages, "prepare", "pre-call: prepare (walk included)")
+    _timed(chat_messages.ChatMessages, "rendered", "pre-call: render and limits")
     return ReasoningCallback(_STORE)
 
 

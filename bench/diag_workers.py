@@ -160,18 +160,20 @@ def _print_promoted(
 
 def _print_timed(probe_dir: Path, results: dict[str, dict[str, Any]]) -> None:
     """The `timed` arm: per wrapped function, calls and thread CPU per request, summed over the
-    workers (their warm-up requests included)."""
+    workers (their warm-up requests included), and how much of it was the garbage collector
+    (collections that began while the function ran)."""
     totals: dict[str, list[float]] = {}
     for _, stats in _probes(probe_dir, "timed"):
-        for label, (calls, seconds) in stats.get("timed", {}).items():
-            figures = totals.setdefault(label, [0.0, 0.0])
+        for label, (calls, seconds, collecting) in stats.get("timed", {}).items():
+            figures = totals.setdefault(label, [0.0, 0.0, 0.0])
             figures[0] += calls
             figures[1] += seconds
+            figures[2] += collecting
     served = max(results.get("timed", {}).get("ok", 0), 1)
-    for label, (calls, seconds) in sorted(totals.items()):
+    for label, (calls, seconds, collecting) in sorted(totals.items()):
         print(
             f"timed {label}: {calls / served:.2f} calls and {1000 * seconds / served:.3f} ms "
-            "of thread CPU per request"
+            f"of thread CPU per request, {1000 * collecting / served:.3f} of it collecting"
         )
 
 

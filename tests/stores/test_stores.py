@@ -1021,7 +1021,7 @@ def test_a_record_is_decoded_once_and_a_rewrite_or_delete_still_shows(
 
 
 def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
-    """A cached record (its cache entry and envelope, the record, its parts and their tuple) is
+    """A cached record (its envelope, the record, its parts and their tuple) is
     long-lived and in no cycle: with the accelerator it is untracked, so a proxy worker's full
     collections do not traverse tens of thousands of them (reference counting still frees it).
     A record too large for the cache is left as it is; the pure path leaves every one."""
@@ -1039,9 +1039,10 @@ def test_the_decode_cache_keeps_its_records_off_the_collectors_lists() -> None:
     (decoded,) = cache.decode_many([_codec.encode(A, record, 1.0)])
     assert decoded.record == record and decoded.record.conversation == "c1"
     (entry,) = cache._entries.values()
-    kept = [entry, decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
-    gc.collect()  # a collection untracks only tuples of atomic values, not this entry
-    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 6
+    assert entry is decoded  # the entry is the decoded value itself: nothing beside it
+    kept = [decoded, decoded.record, decoded.record.parts, *decoded.record.parts]
+    gc.collect()  # a collection untracks only tuples of atomic values, not these
+    assert [gc.is_tracked(o) for o in kept] == [NATIVE is None] * 5
     (again,) = cache.decode_many([_codec.encode(A, record, 1.0)])
     assert again is decoded and cache.hits == 1
 
@@ -1079,6 +1080,28 @@ def test_the_memory_store_keeps_its_records_off_the_collectors_lists() -> None:
     store.put_many(A, {"j": text("next")})  # evicts "k" (one record at most)
     assert store.get_many(A, ["k"]) == {}
     assert sys.getrefcount(record) == unheld  # nothing of the store holds it any more
+
+
+def test_the_decode_cache_lets_the_first_decoded_go_first() -> None:
+    """Bounded in bytes, the first decoded go first, hits or not (a hit does not reorder: in a
+    proxy worker that costs more memory traffic than decoding a record again); a record that
+    went is decoded again on its next read, and answered from the cache after that."""
+    from litellm_reasoning.stores import _codec
+
+    records = [text(f"record {n} " + "x" * 200) for n in range(10, 19)]  # 9, of one length
+    stored = [_codec.encode(A, record, 1.0) for record in records]
+    cache = _codec.DecodedRecords(max_bytes=len(stored[0]) * 8 + 10)  # 8 fit
+    cache.decode_many(stored[:8])
+    for _ in range(3):
+        cache.decode_many(stored[:1])  # read again and again: still the first decoded
+    assert (cache.misses, cache.hits) == (8, 3)
+    assert [d.record for d in cache.decode_many(stored[1:])] == records[1:]
+    assert (cache.misses, cache.hits) == (9, 10)  # the ninth pushed the first out
+    assert cache.decode_many(stored[:1])[0].record == records[0]
+    assert cache.misses == 10  # it had gone: decoded again
+    cache.decode_many(stored[:1])
+    assert (cache.misses, cache.hits) == (10, 11)
+    assert cache._bytes == sum(d.size for d in cache._entries.values()) <= cache.max_bytes
 
 
 def test_the_decode_cache_answers_only_the_bytes_it_decoded() -> None:
