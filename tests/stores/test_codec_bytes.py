@@ -94,10 +94,37 @@ def test_what_only_json_reads_is_still_read() -> None:
     escaped = json.dumps(payload, separators=(",", ":"), ensure_ascii=True).encode()
     assert b"\\ud83d" in escaped and b"Infinity" in escaped
     assert _codec.decode(escaped).record == odd
-    assert _codec.decode(b'{"s":"s","t":1.0,"r":{"v":1,"parts":[') == _codec.Decoded("", 0.0, None)
+    junk = _codec.decode(b'{"s":"s","t":1.0,"r":{"v":1,"parts":[')
+    assert (junk.scope, junk.created_at, junk.record) == ("", 0.0, None)
 
 
 def test_orjson_writes_where_it_is_installed() -> None:
     """The fast path is taken wherever orjson can be imported (the proxy's install)."""
     installed = importlib.util.find_spec("orjson") is not None
     assert (_codec._orjson is not None) is installed
+
+
+def test_the_pinned_0_1_0_bytes_are_written_and_read_on_every_line() -> None:
+    """The golden record of release 0.1.0 (`tests/core/test_golden_keys.py`, run on one line),
+    here on every line, so with orjson and without it: written byte for byte, read back."""
+    pinned = (
+        b'{"s":"ns=default","t":1700000000.123,"r":{"v":1,"parts":[{"kind":"thinking","text":'
+        b'"think \xc3\xa9","signature":"sig"},{"kind":"redacted","data":"xx"}],"provider":'
+        b'"anthropic","model":"claude"}}'
+    )
+    record = Reasoning(
+        parts=(
+            ReasoningPart(text="think é", signature="sig"),
+            ReasoningPart(kind="redacted", data="xx"),
+        ),
+        provider="anthropic",
+        model="claude",
+    )
+    assert _codec.encode("ns=default", record, 1700000000.123456) == pinned
+    decoded = _codec.decode(pinned)
+    assert (decoded.scope, decoded.created_at, decoded.record) == (
+        "ns=default",
+        1700000000.123,
+        record,
+    )
+    assert decoded.size == len(pinned)
