@@ -299,16 +299,12 @@ def run(
                             times[arm].append((await warm_rewrite(cb, messages))[0])
                         elif arm == "cold":
                             times[arm].append((await cold_rewrite(cb, messages))[0])
-                        elif arm == "redis_new" and redis_cb is not None:
-                            # A worker's first request of the conversation: no record decoded
-                            # before (the arm decodes them all again, so no other arm pays it).
-                            _codec.DECODED.clear()
-                            elapsed, _ = await registered_rewrite(
-                                cold_rewrite, redis_cb, cb, messages
-                            )
-                            times[arm].append(elapsed)
                         elif redis_cb is not None:
-                            rewrite = cold_rewrite if arm == "redis" else warm_rewrite
+                            if arm == "redis_new":
+                                # A worker's first request of the conversation: nothing decoded
+                                # before (this arm decodes it all again: no other arm pays it).
+                                _codec.DECODED.clear()
+                            rewrite = warm_rewrite if arm == "redis_warm" else cold_rewrite
                             elapsed, _ = await registered_rewrite(rewrite, redis_cb, cb, messages)
                             times[arm].append(elapsed)
                 return times

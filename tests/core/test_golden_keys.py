@@ -1,6 +1,7 @@
-"""Stored key material and the record codec, pinned: fixed inputs -> the bytes release 0.1.0
-wrote. A record written before an upgrade must be found after it, so these values only change
-under the key-compatibility rule (old and new releases sharing a store both keep restoring:
+"""Stored key material, pinned: fixed inputs -> the bytes release 0.1.0 wrote (the record
+codec's pinned bytes: tests/stores/test_codec_bytes.py, run on every line). A record written
+before an upgrade must be found after it, so these values only change under the
+key-compatibility rule (old and new releases sharing a store both keep restoring:
 tests/stores/test_rolling_upgrade.py runs the previous release's code against this one)."""
 
 from __future__ import annotations
@@ -9,8 +10,6 @@ import pytest
 
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.policy import TurnPolicy
-from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
-from litellm_reasoning.stores import _codec
 from litellm_reasoning.stores._base import scope_id
 
 pytestmark = pytest.mark.once  # see the marker in pyproject.toml
@@ -52,19 +51,6 @@ SCOPE_ID_0_1_0 = {
     "ns=default": "95f178812d0ec549",
     "ns=acme|key=abc|team=t1|user=bob": "933f754cbab57abb",
 }
-RECORD_BYTES_0_1_0 = (
-    b'{"s":"ns=default","t":1700000000.123,"r":{"v":1,"parts":[{"kind":"thinking","text":'
-    b'"think \xc3\xa9","signature":"sig"},{"kind":"redacted","data":"xx"}],"provider":'
-    b'"anthropic","model":"claude"}}'
-)
-RECORD = Reasoning(
-    parts=(
-        ReasoningPart(text="think é", signature="sig"),
-        ReasoningPart(kind="redacted", data="xx"),
-    ),
-    provider="anthropic",
-    model="claude",
-)
 
 
 def test_conversation_digests_are_unchanged() -> None:
@@ -92,16 +78,6 @@ def test_this_releases_tool_call_key_is_pinned() -> None:
 
 def test_scope_ids_are_unchanged() -> None:
     assert {scope: scope_id(scope) for scope in SCOPE_ID_0_1_0} == SCOPE_ID_0_1_0
-
-
-def test_record_codec_writes_and_reads_the_0_1_0_bytes() -> None:
-    assert _codec.encode("ns=default", RECORD, 1700000000.123456) == RECORD_BYTES_0_1_0
-    decoded = _codec.decode(RECORD_BYTES_0_1_0)
-    assert (decoded.scope, decoded.created_at, decoded.record) == (
-        "ns=default",
-        1700000000.123,
-        RECORD,
-    )
 
 
 # The `/v1/messages` format's keys (`core.formats.blocks`), as release 0.4.0 computes them

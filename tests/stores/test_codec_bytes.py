@@ -42,6 +42,20 @@ records = st.builds(
     deployment=maybe_text,
     conversation=maybe_text,
 )
+# Release 0.1.0's bytes of `RECORD`, pinned (stored key material: tests/core/test_golden_keys.py).
+RECORD_BYTES_0_1_0 = (
+    b'{"s":"ns=default","t":1700000000.123,"r":{"v":1,"parts":[{"kind":"thinking","text":'
+    b'"think \xc3\xa9","signature":"sig"},{"kind":"redacted","data":"xx"}],"provider":'
+    b'"anthropic","model":"claude"}}'
+)
+RECORD = Reasoning(
+    parts=(
+        ReasoningPart(text="think é", signature="sig"),
+        ReasoningPart(kind="redacted", data="xx"),
+    ),
+    provider="anthropic",
+    model="claude",
+)
 # Unix times as the stores pass them (and the small clocks tests use), rounded to 3 places.
 created = st.one_of(
     st.floats(min_value=1.6e9, max_value=4.1e9),
@@ -104,27 +118,14 @@ def test_orjson_writes_where_it_is_installed() -> None:
     assert (_codec._orjson is not None) is installed
 
 
-def test_the_pinned_0_1_0_bytes_are_written_and_read_on_every_line() -> None:
-    """The golden record of release 0.1.0 (`tests/core/test_golden_keys.py`, run on one line),
-    here on every line, so with orjson and without it: written byte for byte, read back."""
-    pinned = (
-        b'{"s":"ns=default","t":1700000000.123,"r":{"v":1,"parts":[{"kind":"thinking","text":'
-        b'"think \xc3\xa9","signature":"sig"},{"kind":"redacted","data":"xx"}],"provider":'
-        b'"anthropic","model":"claude"}}'
-    )
-    record = Reasoning(
-        parts=(
-            ReasoningPart(text="think é", signature="sig"),
-            ReasoningPart(kind="redacted", data="xx"),
-        ),
-        provider="anthropic",
-        model="claude",
-    )
-    assert _codec.encode("ns=default", record, 1700000000.123456) == pinned
-    decoded = _codec.decode(pinned)
+def test_record_codec_writes_and_reads_the_0_1_0_bytes() -> None:
+    """The record release 0.1.0 wrote, pinned (with orjson and without it): written byte for
+    byte, read back."""
+    assert _codec.encode("ns=default", RECORD, 1700000000.123456) == RECORD_BYTES_0_1_0
+    decoded = _codec.decode(RECORD_BYTES_0_1_0)
     assert (decoded.scope, decoded.created_at, decoded.record) == (
         "ns=default",
         1700000000.123,
-        record,
+        RECORD,
     )
-    assert decoded.size == len(pinned)
+    assert decoded.size == len(RECORD_BYTES_0_1_0)
