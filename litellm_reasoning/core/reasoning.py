@@ -71,13 +71,13 @@ class ReasoningPart:
         kind = raw.get("kind", "thinking")
         if kind not in ("thinking", "redacted", "encrypted"):
             raise ValueError(f"unknown reasoning part kind {kind!r}")
-        return cls(
-            kind=kind,
-            text=str(raw.get("text", "")),
-            signature=raw.get("signature"),
-            data=raw.get("data"),
-            id=raw.get("id"),
-            details=dict(raw.get("details") or {}),
+        return _built_part(
+            kind,
+            str(raw.get("text", "")),
+            raw.get("signature"),
+            raw.get("data"),
+            raw.get("id"),
+            dict(raw.get("details") or {}),
         )
 
 
@@ -169,15 +169,15 @@ class Reasoning:
         """The record `to_json` wrote; `conversation`: what the stores keep beside it."""
         if raw.get("v") != SCHEMA_VERSION:
             raise ValueError(f"unsupported reasoning record version {raw.get('v')!r}")
-        return cls(
-            parts=tuple(ReasoningPart.from_json(part) for part in raw.get("parts", ())),
-            provider=raw.get("provider"),
-            model=raw.get("model"),
-            superseded=raw.get("superseded") is True,
-            layout=_layout(raw.get("layout")),
-            origin=_text(raw.get("origin")),
-            deployment=_text(raw.get("deployment")),
-            conversation=conversation,
+        return _built(
+            tuple(map(ReasoningPart.from_json, raw.get("parts", ()))),
+            raw.get("provider"),
+            raw.get("model"),
+            raw.get("superseded") is True,
+            _layout(raw.get("layout")),
+            _text(raw.get("origin")),
+            _text(raw.get("deployment")),
+            conversation,
         )
 
     @classmethod
@@ -187,6 +187,90 @@ class Reasoning:
         return cls(
             parts=(ReasoningPart(text=text),) if text else (), provider=provider, model=model
         )
+
+
+# Decoding builds a record per stored record a process first reads (a proxy worker's first
+# request of a long conversation: hundreds). The dataclasses' own `__init__` (keyword
+# arguments, then `object.__setattr__` per field of a frozen class) is three quarters of
+# building one; these set each slot through its descriptor, the same values, a quarter of the
+# cost (tests/stores/test_codec_bytes.py keeps what they build equal to the constructors', field
+# by field).
+_PART_SLOTS = ("kind", "text", "signature", "data", "id", "details")
+_RECORD_SLOTS = (
+    "parts",
+    "provider",
+    "model",
+    "superseded",
+    "layout",
+    "origin",
+    "deployment",
+    "conversation",
+    "_text",
+    "_empty",
+    "_tokens",
+)
+_new = object.__new__
+(_set_kind, _set_text, _set_signature, _set_data, _set_id, _set_details) = (
+    ReasoningPart.__dict__[name].__set__ for name in _PART_SLOTS
+)
+(
+    _set_parts,
+    _set_provider,
+    _set_model,
+    _set_superseded,
+    _set_layout,
+    _set_origin,
+    _set_deployment,
+    _set_conversation,
+    _set_cached_text,
+    _set_cached_empty,
+    _set_cached_tokens,
+) = (Reasoning.__dict__[name].__set__ for name in _RECORD_SLOTS)
+
+
+def _built_part(
+    kind: PartKind,
+    text: str,
+    signature: str | None,
+    data: str | None,
+    id: str | None,
+    details: dict[str, Any],
+) -> ReasoningPart:
+    """`ReasoningPart(kind=kind, text=text, ...)`, built slot by slot."""
+    part: ReasoningPart = _new(ReasoningPart)
+    _set_kind(part, kind)
+    _set_text(part, text)
+    _set_signature(part, signature)
+    _set_data(part, data)
+    _set_id(part, id)
+    _set_details(part, details)
+    return part
+
+
+def _built(
+    parts: tuple[ReasoningPart, ...],
+    provider: str | None,
+    model: str | None,
+    superseded: bool,
+    layout: tuple[str, ...],
+    origin: str | None,
+    deployment: str | None,
+    conversation: str | None,
+) -> Reasoning:
+    """`Reasoning(parts=parts, provider=provider, ...)`, built slot by slot."""
+    record: Reasoning = _new(Reasoning)
+    _set_parts(record, parts)
+    _set_provider(record, provider)
+    _set_model(record, model)
+    _set_superseded(record, superseded)
+    _set_layout(record, layout)
+    _set_origin(record, origin)
+    _set_deployment(record, deployment)
+    _set_conversation(record, conversation)
+    _set_cached_text(record, None)
+    _set_cached_empty(record, None)
+    _set_cached_tokens(record, None)
+    return record
 
 
 counted_tokens = attrgetter("_tokens")

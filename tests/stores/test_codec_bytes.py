@@ -6,6 +6,7 @@ without it (the SDK line): these tests check whichever path is installed against
 
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import json
 from typing import Any
@@ -84,6 +85,39 @@ def test_the_codec_writes_the_json_modules_bytes_and_reads_them_back(
     assert decoded.record == record
     assert decoded.record is not None and decoded.record.conversation == record.conversation
     assert decoded.scope == scope
+
+
+def _every_field(value: Any) -> dict[str, Any]:
+    """Each dataclass field of `value` (those left out of `==` too), parts field by field."""
+    out = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+    if isinstance(value, Reasoning):
+        out["parts"] = [_every_field(part) for part in value.parts]
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(scope=texts, record=records, created_at=created)
+def test_a_decoded_record_is_what_the_constructors_build_field_by_field(
+    scope: str, record: Reasoning, created_at: float
+) -> None:
+    """Decoding builds records slot by slot (a quarter of the dataclasses' `__init__`): every
+    field is set, to what the constructors would set, including those `==` leaves out (the
+    conversation, the cached text, emptiness and size), so a field added later and not built
+    fails here rather than on a read."""
+    written = _codec.encode(scope, record, created_at)
+    decoded = _codec.decode(written)
+    fresh = dataclasses.replace(record)  # by the constructor: nothing cached yet
+    assert decoded.record is not None
+    assert _every_field(decoded.record) == _every_field(fresh)
+    assert _every_field(decoded) == _every_field(
+        _codec.Decoded(scope, round(created_at, 3), fresh, len(written))
+    )
+    # the cached values, worked out on the built record as on the constructed one
+    assert (decoded.record.text, decoded.record.is_empty, decoded.record.estimated_tokens) == (
+        fresh.text,
+        fresh.is_empty,
+        fresh.estimated_tokens,
+    )
 
 
 def test_a_record_with_provider_details_is_written_by_json() -> None:
