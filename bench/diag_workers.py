@@ -70,6 +70,11 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument(
+        "--together",
+        action="store_true",
+        help="run the arms at the same time, each on its own proxy (drift weighs on all alike)",
+    )
+    parser.add_argument(
         "--census", action="store_true", help="what moves to the oldest generation, by type"
     )
     args = parser.parse_args()
@@ -112,6 +117,7 @@ def main() -> None:
                     proxy_of=PROXY_OF,
                     keeping=KEEPING,
                     primed=PRIMED,
+                    together=args.together,
                 )
         finally:
             sec_workers._forget(prefix)

@@ -236,10 +236,14 @@ def _measure(
     proxy_of: dict[str, str] = PROXY_OF,
     keeping: set[str] = KEEPING,
     primed: frozenset[str] = PRIMED,
+    together: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """CPU, latency and what reached the wire per arm (`arms`, each on the proxy
     `proxy_of[arm]`; an arm in `keeping` has a client sending its reasoning back, the others
-    drop it; an arm in `primed` has its histories' reasoning written to the store first)."""
+    drop it; an arm in `primed` has its histories' reasoning written to the store first).
+    `together`: every arm's agents run at the same time (each arm on a proxy of its own), so
+    whatever else the machine does in a round weighs on every arm alike; otherwise the arms
+    take turns, the order flipped each round."""
     results: dict[str, dict[str, Any]] = {
         k: {
             "lat": [],
@@ -257,6 +261,24 @@ def _measure(
         # Every worker's first calls (LiteLLM's clients, the store's connection) are not measured.
         warm = [agent_history(6, seed=f"warm-{name}-{c}")[0] for c in range(clients * 2)]
         asyncio.run(_load(running[name], warm, min(3.0, seconds)))  # the smoke run: shorter
+    if together:
+        if len({proxy_of[name] for name in arms}) < len(arms):
+            raise ValueError("arms run together need a proxy each (its CPU is the arm's)")
+        for r in range(rounds):
+            _round_together(
+                running,
+                size,
+                clients,
+                seconds,
+                r,
+                store_url,
+                arms,
+                proxy_of,
+                keeping,
+                primed,
+                results,
+            )
+        return results
     for r in range(rounds):
         for name in arms if r % 2 == 0 else arms[::-1]:
             proxy = running[proxy_of[name]]
@@ -285,6 +307,59 @@ def _measure(
             res["carried"] += carried
             print(f"  workers {name} round {r}: {len(lat)} requests, {err} errors", flush=True)
     return results
+
+
+def _round_together(
+    running: dict[str, Proxy],
+    size: int,
+    clients: int,
+    seconds: float,
+    r: int,
+    store_url: str,
+    arms: tuple[str, ...],
+    proxy_of: dict[str, str],
+    keeping: set[str],
+    primed: frozenset[str],
+    results: dict[str, dict[str, Any]],
+) -> None:
+    """One round of `_measure(..., together=True)`: every arm's agents at once."""
+    requests: dict[str, list[list[Any]]] = {}
+    for name in arms:
+        histories = [
+            agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}") for c in range(clients)
+        ]
+        if name in primed:
+            _prime(store_url, histories)
+        requests[name] = [
+            with_reasoning(h, rs) if name in keeping else list(h) for h, rs in histories
+        ]
+
+    async def all_arms() -> list[tuple[list[float], int, int, int]]:
+        return await asyncio.gather(
+            *(
+                _load(running[proxy_of[name]], requests[name], seconds, keep=name in keeping)
+                for name in arms
+            )
+        )
+
+    cpu = {name: running[proxy_of[name]].group_cpu_seconds() for name in arms}
+    start = time.perf_counter()
+    loads = asyncio.run(all_arms())
+    elapsed = time.perf_counter() - start
+    for name, (lat, err, sent, carried) in zip(arms, loads, strict=True):
+        res = results[name]
+        used = running[proxy_of[name]].group_cpu_seconds() - cpu[name]
+        res["elapsed"] += elapsed
+        res["cpu"] += used
+        res["rounds"].append(used / max(len(lat), 1))
+        res["lat"] += lat
+        res["ok"] += len(lat)
+        res["err"] += err
+        res["sent"] += sent
+        res["carried"] += carried
+        print(
+            f"  workers {name} round {r} (together): {len(lat)} requests, {err} errors", flush=True
+        )
 
 
 def _forget(prefix: str) -> None:

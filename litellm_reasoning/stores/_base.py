@@ -278,3 +278,12 @@ def off_the_collector(record: Reasoning, *holders: object) -> None:
     provider dict stays tracked, so a cycle a caller built inside it is still found."""
     if NATIVE is not None:
         NATIVE.untrack([*holders, record, record.parts, *record.parts])
+
+
+def off_the_collector_many(held: Sequence[tuple[Reasoning, object]]) -> None:
+    """`off_the_collector(record, holder)` of each pair, in one call of the accelerator."""
+    if NATIVE is not None:
+        objects: list[object] = []
+        for record, holder in held:
+            objects += (holder, record, record.parts, *record.parts)
+        NATIVE.untrack(objects)

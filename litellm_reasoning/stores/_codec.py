@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from ..core.reasoning import Reasoning
 from ..core.shared_keys import SHARED
-from ._base import off_the_collector, record_size
+from ._base import off_the_collector_many, record_size
 
 try:  # installed with LiteLLM's proxy; the json module does everything it does, slower
     _orjson: Any = importlib.import_module("orjson")
@@ -219,36 +219,43 @@ class DecodedRecords:
         if whole:
             return found  # type: ignore[return-value]  # no None
         out: list[Decoded] = []
+        new: list[tuple[int, Decoded]] = []
         hits = 0
         for key, data, size, entry in zip(keys, datas, sizes, found, strict=True):
             if entry is not None and entry.size == size:
                 hits += 1
                 out.append(entry)
             else:
-                out.append(self._decode_new(key, data))
+                decoded = decode(data)
+                out.append(decoded)
+                # junk is not worth keeping; one huge record does not flush the rest
+                if decoded.record is not None and decoded.size <= self.max_bytes // 8:
+                    new.append((key, decoded))
+        if new:
+            self._keep(new)
         with self._lock:
             self.hits += hits
         return out
 
-    def _decode_new(self, key: int, data: bytes) -> Decoded:
-        decoded = decode(data)
-        size = decoded.size  # the record holds about its JSON's size
-        record = decoded.record
-        if record is None or size > self.max_bytes // 8:
-            return decoded  # junk is not worth keeping; one huge record does not flush the rest
+    def _keep(self, new: list[tuple[int, Decoded]]) -> None:
+        """Keep one read's newly decoded records (their bytes' keys beside them): off the
+        collector in one call and under the lock once (a worker's first read of a long
+        conversation decodes hundreds)."""
         # Tens of thousands of records in a proxy worker's cache, as the prefix memo's copies.
-        off_the_collector(record, decoded)
+        kept = [(decoded.record, decoded) for _, decoded in new if decoded.record is not None]
+        off_the_collector_many(kept)
+        entries = self._entries
         with self._lock:
-            self.misses += 1
-            held = self._entries.pop(key, None)  # another record's of the same hash: replaced
-            if held is not None:
-                self._bytes -= held.size
-            self._entries[key] = decoded
-            self._bytes += size
-            while self._bytes > self.max_bytes and self._entries:
-                _, gone = self._entries.popitem(last=False)
+            self.misses += len(new)
+            for key, decoded in new:
+                held = entries.pop(key, None)  # another record's of the same hash: replaced
+                if held is not None:
+                    self._bytes -= held.size
+                entries[key] = decoded
+                self._bytes += decoded.size
+            while self._bytes > self.max_bytes and entries:
+                _, gone = entries.popitem(last=False)
                 self._bytes -= gone.size
-        return decoded
 
     def clear(self) -> None:
         with self._lock:
