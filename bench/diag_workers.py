@@ -70,6 +70,13 @@ def main() -> None:
     parser.add_argument("--history", type=int, default=1000)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument(
+        "--settle",
+        type=int,
+        default=0,
+        help="unmeasured steps per agent at the start of each round (a long conversation's "
+        "steady state: each worker's first request of it left out)",
+    )
+    parser.add_argument(
         "--together",
         action="store_true",
         help="run the arms at the same time, each on its own proxy (drift weighs on all alike)",
@@ -118,6 +125,7 @@ def main() -> None:
                     keeping=KEEPING,
                     primed=PRIMED,
                     together=args.together,
+                    settle=args.settle,
                 )
         finally:
             sec_workers._forget(prefix)

@@ -237,13 +237,17 @@ def _measure(
     keeping: set[str] = KEEPING,
     primed: frozenset[str] = PRIMED,
     together: bool = False,
+    settle: int = 0,
 ) -> dict[str, dict[str, Any]]:
     """CPU, latency and what reached the wire per arm (`arms`, each on the proxy
     `proxy_of[arm]`; an arm in `keeping` has a client sending its reasoning back, the others
     drop it; an arm in `primed` has its histories' reasoning written to the store first).
     `together`: every arm's agents run at the same time (each arm on a proxy of its own), so
     whatever else the machine does in a round weighs on every arm alike; otherwise the arms
-    take turns, the order flipped each round."""
+    take turns, the order flipped each round. `settle`: each round's agents first take that
+    many steps unmeasured, so nearly every worker has served each conversation before the
+    measured requests (a long conversation's steady state: each worker's first request of it
+    left out)."""
     results: dict[str, dict[str, Any]] = {
         k: {
             "lat": [],
@@ -277,6 +281,7 @@ def _measure(
                 keeping,
                 primed,
                 results,
+                settle,
             )
         return results
     for r in range(rounds):
@@ -289,9 +294,11 @@ def _measure(
             ]
             if name in primed:
                 _prime(store_url, histories)
+            requests = [with_reasoning(h, r) if name in keeping else list(h) for h, r in histories]
+            if settle:  # the agents' lists grow in place: the measured steps continue them
+                asyncio.run(_load(proxy, requests, 600.0, keep=name in keeping, steps=settle))
             cpu = proxy.group_cpu_seconds()
             start = time.perf_counter()
-            requests = [with_reasoning(h, r) if name in keeping else list(h) for h, r in histories]
             lat, err, sent, carried = asyncio.run(
                 _load(proxy, requests, seconds, keep=name in keeping)
             )
@@ -321,6 +328,7 @@ def _round_together(
     keeping: set[str],
     primed: frozenset[str],
     results: dict[str, dict[str, Any]],
+    settle: int = 0,
 ) -> None:
     """One round of `_measure(..., together=True)`: every arm's agents at once."""
     requests: dict[str, list[list[Any]]] = {}
@@ -334,17 +342,27 @@ def _round_together(
             with_reasoning(h, rs) if name in keeping else list(h) for h, rs in histories
         ]
 
-    async def all_arms() -> list[tuple[list[float], int, int, int]]:
+    async def all_arms(
+        seconds: float, steps: int | None
+    ) -> list[tuple[list[float], int, int, int]]:
         return await asyncio.gather(
             *(
-                _load(running[proxy_of[name]], requests[name], seconds, keep=name in keeping)
+                _load(
+                    running[proxy_of[name]],
+                    requests[name],
+                    seconds,
+                    keep=name in keeping,
+                    steps=steps,
+                )
                 for name in arms
             )
         )
 
+    if settle:  # the agents' lists grow in place: the measured steps continue them
+        asyncio.run(all_arms(600.0, settle))
     cpu = {name: running[proxy_of[name]].group_cpu_seconds() for name in arms}
     start = time.perf_counter()
-    loads = asyncio.run(all_arms())
+    loads = asyncio.run(all_arms(seconds, None))
     elapsed = time.perf_counter() - start
     for name, (lat, err, sent, carried) in zip(arms, loads, strict=True):
         res = results[name]
