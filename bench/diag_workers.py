@@ -18,7 +18,10 @@ request (the proxy's process group) and round by round, and per proxy the collec
 request of each generation and their CPU time, the callback's decoded-record cache hits and
 misses and its own restored count (`gc_probe/sitecustomize.py` in every worker); with
 `--census`, what each proxy's collector moved to the oldest generation per request, by type
-(it can crash a worker: see `gc_probe`). Measurements, not designs; see bench/README.md,
+(it can crash a worker: see `gc_probe`). `--together` runs the arms at the same time, each
+on its own proxy (what else the machine does weighs on every arm alike); `--settle N` leaves
+each round's first N steps per agent unmeasured (a long conversation's steady state: each
+worker's first request of it left out). Measurements, not designs; see bench/README.md,
 "Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
