@@ -287,33 +287,54 @@ def _measure(
     for r in range(rounds):
         for name in arms if r % 2 == 0 else arms[::-1]:
             proxy = running[proxy_of[name]]
-            # New conversations each round: none is remembered by any worker yet.
-            histories = [
-                agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}")
-                for c in range(clients)
-            ]
-            if name in primed:
-                _prime(store_url, histories)
-            requests = [with_reasoning(h, r) if name in keeping else list(h) for h, r in histories]
+            requests = _agents(name, r, size, clients, store_url, keeping, primed)
             if settle:  # the agents' lists grow in place: the measured steps continue them
                 asyncio.run(_load(proxy, requests, 600.0, keep=name in keeping, steps=settle))
             cpu = proxy.group_cpu_seconds()
             start = time.perf_counter()
-            lat, err, sent, carried = asyncio.run(
-                _load(proxy, requests, seconds, keep=name in keeping)
+            load = asyncio.run(_load(proxy, requests, seconds, keep=name in keeping))
+            elapsed = time.perf_counter() - start
+            _tally(results[name], proxy.group_cpu_seconds() - cpu, elapsed, load)
+            print(
+                f"  workers {name} round {r}: {len(load[0])} requests, {load[1]} errors", flush=True
             )
-            res = results[name]
-            res["elapsed"] += time.perf_counter() - start
-            used = proxy.group_cpu_seconds() - cpu
-            res["cpu"] += used
-            res["rounds"].append(used / max(len(lat), 1))  # CPU per request in this round
-            res["lat"] += lat
-            res["ok"] += len(lat)
-            res["err"] += err
-            res["sent"] += sent
-            res["carried"] += carried
-            print(f"  workers {name} round {r}: {len(lat)} requests, {err} errors", flush=True)
     return results
+
+
+def _agents(
+    name: str,
+    r: int,
+    size: int,
+    clients: int,
+    store_url: str,
+    keeping: set[str],
+    primed: frozenset[str],
+) -> list[list[Any]]:
+    """Arm `name`'s agents for round `r`: new conversations (none remembered by any worker
+    yet), their reasoning written to the store first for a primed arm, each as its client
+    sends it (with its reasoning for a keeping arm)."""
+    histories = [
+        agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}") for c in range(clients)
+    ]
+    if name in primed:
+        _prime(store_url, histories)
+    return [with_reasoning(h, kept) if name in keeping else list(h) for h, kept in histories]
+
+
+def _tally(
+    res: dict[str, Any], used: float, elapsed: float, load: tuple[list[float], int, int, int]
+) -> None:
+    """Add one round of an arm (`used` CPU seconds, `elapsed` seconds, what `_load` returned)
+    to its results."""
+    lat, err, sent, carried = load
+    res["elapsed"] += elapsed
+    res["cpu"] += used
+    res["rounds"].append(used / max(len(lat), 1))  # CPU per request in this round
+    res["lat"] += lat
+    res["ok"] += len(lat)
+    res["err"] += err
+    res["sent"] += sent
+    res["carried"] += carried
 
 
 def _round_together(
@@ -331,16 +352,7 @@ def _round_together(
     settle: int = 0,
 ) -> None:
     """One round of `_measure(..., together=True)`: every arm's agents at once."""
-    requests: dict[str, list[list[Any]]] = {}
-    for name in arms:
-        histories = [
-            agent_history(size, seed=f"{name}-{r}-{c}-{random.random()}") for c in range(clients)
-        ]
-        if name in primed:
-            _prime(store_url, histories)
-        requests[name] = [
-            with_reasoning(h, rs) if name in keeping else list(h) for h, rs in histories
-        ]
+    requests = {name: _agents(name, r, size, clients, store_url, keeping, primed) for name in arms}
 
     async def all_arms(
         seconds: float, steps: int | None
@@ -364,19 +376,12 @@ def _round_together(
     start = time.perf_counter()
     loads = asyncio.run(all_arms(seconds, None))
     elapsed = time.perf_counter() - start
-    for name, (lat, err, sent, carried) in zip(arms, loads, strict=True):
-        res = results[name]
+    for name, load in zip(arms, loads, strict=True):
         used = running[proxy_of[name]].group_cpu_seconds() - cpu[name]
-        res["elapsed"] += elapsed
-        res["cpu"] += used
-        res["rounds"].append(used / max(len(lat), 1))
-        res["lat"] += lat
-        res["ok"] += len(lat)
-        res["err"] += err
-        res["sent"] += sent
-        res["carried"] += carried
+        _tally(results[name], used, elapsed, load)
         print(
-            f"  workers {name} round {r} (together): {len(lat)} requests, {err} errors", flush=True
+            f"  workers {name} round {r} (together): {len(load[0])} requests, {load[1]} errors",
+            flush=True,
         )
 
 

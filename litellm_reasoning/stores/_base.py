@@ -17,7 +17,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -268,20 +268,15 @@ def matches_scope(scope: str, wanted: str | None) -> bool:
     return wanted is None or wanted in (scope, scope_id(scope))
 
 
-def off_the_collector(record: Reasoning, *holders: object) -> None:
-    """Take a record a store keeps (its parts, their tuple) and what holds it (`holders`) off
-    the garbage collector's lists, with the accelerator (without it nothing changes).
+def off_the_collector(held: Iterable[tuple[Reasoning, object]]) -> None:
+    """Take each record a store keeps (its parts, their tuple) and what holds it (`held`:
+    record and holder pairs, one read's in one call) off the garbage collector's lists, with
+    the accelerator (without it nothing changes).
 
     A kept record is long-lived and in no cycle (frozen, made of text and parsed JSON):
     tracked, the thousands a store holds make every full collection of the process longer (a
     LiteLLM proxy worker's are ~0.3 s already). Reference counting still frees them; a part's
     provider dict stays tracked, so a cycle a caller built inside it is still found."""
-    if NATIVE is not None:
-        NATIVE.untrack([*holders, record, record.parts, *record.parts])
-
-
-def off_the_collector_many(held: Sequence[tuple[Reasoning, object]]) -> None:
-    """`off_the_collector(record, holder)` of each pair, in one call of the accelerator."""
     if NATIVE is not None:
         objects: list[object] = []
         for record, holder in held:

@@ -24,7 +24,7 @@ from typing import Any, cast
 
 from ..core.reasoning import Reasoning
 from ..core.shared_keys import SHARED
-from ._base import off_the_collector_many, record_size
+from ._base import off_the_collector, record_size
 
 try:  # installed with LiteLLM's proxy; the json module does everything it does, slower
     _orjson: Any = importlib.import_module("orjson")
@@ -219,7 +219,7 @@ class DecodedRecords:
         if whole:
             return found  # type: ignore[return-value]  # no None
         out: list[Decoded] = []
-        new: list[tuple[int, Decoded]] = []
+        new: list[tuple[int, Decoded, Reasoning]] = []
         hits = 0
         for key, data, size, entry in zip(keys, datas, sizes, found, strict=True):
             if entry is not None and entry.size == size:
@@ -228,26 +228,26 @@ class DecodedRecords:
             else:
                 decoded = decode(data)
                 out.append(decoded)
+                record = decoded.record
                 # junk is not worth keeping; one huge record does not flush the rest
-                if decoded.record is not None and decoded.size <= self.max_bytes // 8:
-                    new.append((key, decoded))
+                if record is not None and decoded.size <= self.max_bytes // 8:
+                    new.append((key, decoded, record))
         if new:
             self._keep(new)
         with self._lock:
             self.hits += hits
         return out
 
-    def _keep(self, new: list[tuple[int, Decoded]]) -> None:
-        """Keep one read's newly decoded records (their bytes' keys beside them): off the
-        collector in one call and under the lock once (a worker's first read of a long
-        conversation decodes hundreds)."""
+    def _keep(self, new: list[tuple[int, Decoded, Reasoning]]) -> None:
+        """Keep one read's newly decoded records (their bytes' keys and their records beside
+        them): off the collector in one call and under the lock once (a worker's first read of
+        a long conversation decodes hundreds)."""
         # Tens of thousands of records in a proxy worker's cache, as the prefix memo's copies.
-        kept = [(decoded.record, decoded) for _, decoded in new if decoded.record is not None]
-        off_the_collector_many(kept)
+        off_the_collector((record, decoded) for _, decoded, record in new)
         entries = self._entries
         with self._lock:
             self.misses += len(new)
-            for key, decoded in new:
+            for key, decoded, _ in new:
                 held = entries.pop(key, None)  # another record's of the same hash: replaced
                 if held is not None:
                     self._bytes -= held.size

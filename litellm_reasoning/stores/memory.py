@@ -165,7 +165,7 @@ class MemoryStore(ReasoningStore):
         self._drop((scope, key))
         expires_at = now + self.ttl_seconds
         entry = self._records[(scope, key)] = _Entry(now, expires_at, size, record)
-        off_the_collector(record, entry)
+        off_the_collector([(record, entry)])
         self._expiry_floor = min(self._expiry_floor, expires_at)
         if expires_at < self._last_expiry:
             self._in_order = False  # from now on only the sweep moves the floor
