@@ -842,14 +842,18 @@ static PyObject *untrack_many(PyObject *self, PyObject *args) {
 /* ---------------------------------------------------------------- replay */
 
 PyDoc_STRVAR(replay_doc,
-"replay(out, indices, recipes, owns, stored, keep_after, tools_keep, dialect, lists) -> list\n\n"
+"replay(out, indices, recipes, owns, stored, keep_after, tools_keep, dialect, lists, bare)\n"
+"-> list\n\n"
 "`core.render`'s loop over the assistant messages `indices`, for the messages whose\n"
 "remembered recipe holds as it is (the same objects: `Recipe.keep` the keep decision,\n"
 "`Recipe.dialect` == `dialect`, `Recipe.from_store` is `stored.get(i)` when kept, else None,\n"
 "`Recipe.own` is `owns[i]`) and remakes them as `How.SAME` or `How.MERGE`: `out[i]` becomes\n"
 "`{**out[i], **recipe.extra}` for MERGE, and `i` is appended to `lists[recipe.outcome]` (and\n"
 "to `lists[0]` too for RESTORED), as Python does. Kept: `i > keep_after`, or `tools_keep` and\n"
-"`out[i]` has tool calls. Returns the indices it left to Python (its general path), in order.");
+"`out[i]` has tool calls. A message without a recipe that is kept, carries nothing of its own\n"
+"(`owns[i]` None, `bare[i]` True) and takes a stored record decided for `dialect` before\n"
+"(`Reasoning._plain`: dialect name, outcome, how, fields) is remade by that decision the\n"
+"same way. Returns the indices it left to Python (its general path), in order.");
 
 /* `How` and `Outcome` of core/render.py (tests/core/test_accelerator.py checks them). */
 #define HOW_SAME 0
@@ -858,7 +862,7 @@ PyDoc_STRVAR(replay_doc,
 #define OUTCOME_NOTHING 5
 #define OUTCOMES 5
 
-static PyObject *A_KEEP, *A_DIALECT, *A_FROM_STORE, *A_OWN, *A_HOW, *A_EXTRA, *A_OUTCOME;
+static PyObject *A_KEEP, *A_DIALECT, *A_FROM_STORE, *A_OWN, *A_HOW, *A_EXTRA, *A_OUTCOME, *A_PLAIN;
 
 /* `getattr(obj, name)` as a C long (an IntEnum member), -2 with an error set on failure. */
 static long long_attr(PyObject *obj, PyObject *name) {
@@ -879,10 +883,74 @@ static int attr_is(PyObject *obj, PyObject *name, PyObject *expected) {
     return same;
 }
 
+/* Whether `made_for` names `dialect`: 1, 0, or -1 with an error set. */
+static int same_name(PyObject *made_for, PyObject *dialect) {
+    if (made_for == dialect) return 1;
+    if (!PyUnicode_CheckExact(made_for)) return 0;
+    int r = PyUnicode_Compare(made_for, dialect) == 0;
+    return PyErr_Occurred() ? -1 : r;
+}
+
+/* `out[index]` remade as `how` with `extra` (SAME or MERGE), `index_obj` appended to the list of
+   `outcome`: 1; 0: left to Python (another how or outcome); -1: error set. */
+static int remade(PyObject *out, Py_ssize_t index, PyObject *index_obj, PyObject *base, long how,
+                  long outcome, PyObject *extra, PyObject *lists) {
+    if (how != HOW_SAME && how != HOW_MERGE) return 0;
+    if (outcome < 0 || outcome > OUTCOME_NOTHING) return 0;
+    if (how == HOW_MERGE) {
+        if (!PyDict_CheckExact(extra)) return 0;
+        PyObject *merged = PyDict_Copy(base);
+        if (merged == NULL || PyDict_Update(merged, extra) < 0) {
+            Py_XDECREF(merged);
+            return -1;
+        }
+        PyList_SetItem(out, index, merged); /* steals `merged`, releases `base` */
+    }
+    if (outcome != OUTCOME_NOTHING) {
+        if (outcome == OUTCOME_RESTORED && PyList_Append(PyTuple_GET_ITEM(lists, 0), index_obj) < 0)
+            return -1;
+        if (PyList_Append(PyTuple_GET_ITEM(lists, outcome), index_obj) < 0) return -1;
+    }
+    return 1;
+}
+
+/* A kept message without a recipe, remade by its stored record's `_plain` decision (1), or
+   left to Python (0); -1: error set. */
+static int plain_one(PyObject *out, Py_ssize_t index, PyObject *index_obj, PyObject *base,
+                     PyObject *owns, PyObject *stored, PyObject *bare, PyObject *dialect,
+                     PyObject *lists) {
+    if (index >= PyList_GET_SIZE(bare) || PyList_GET_ITEM(bare, index) != Py_True ||
+        PyList_GET_ITEM(owns, index) != Py_None)
+        return 0;
+    PyObject *record = PyDict_GetItemWithError(stored, index_obj);
+    if (record == NULL) return PyErr_Occurred() ? -1 : 0;
+    PyObject *plain = PyObject_GetAttr(record, A_PLAIN);
+    if (plain == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return -1;
+        PyErr_Clear(); /* not a record: Python decides */
+        return 0;
+    }
+    int r = 0;
+    if (PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 4 &&
+        PyLong_CheckExact(PyTuple_GET_ITEM(plain, 1)) &&
+        PyLong_CheckExact(PyTuple_GET_ITEM(plain, 2))) {
+        r = same_name(PyTuple_GET_ITEM(plain, 0), dialect);
+        if (r == 1) {
+            long outcome = PyLong_AsLong(PyTuple_GET_ITEM(plain, 1));
+            long how = PyLong_AsLong(PyTuple_GET_ITEM(plain, 2));
+            r = PyErr_Occurred() ? -1
+                                 : remade(out, index, index_obj, base, how, outcome,
+                                          PyTuple_GET_ITEM(plain, 3), lists);
+        }
+    }
+    Py_DECREF(plain);
+    return r;
+}
+
 /* 1: message `index` replayed; 0: left to Python; -1: error set. */
 static int replay_one(PyObject *out, PyObject *index_obj, PyObject *recipes, PyObject *owns,
                       PyObject *stored, Py_ssize_t keep_after, int tools_keep, PyObject *dialect,
-                      PyObject *lists) {
+                      PyObject *lists, PyObject *bare) {
     Py_ssize_t index = PyLong_AsSsize_t(index_obj);
     if (index == -1 && PyErr_Occurred()) return -1;
     if (index < 0 || index >= PyList_GET_SIZE(out) || index >= PyList_GET_SIZE(recipes) ||
@@ -890,23 +958,23 @@ static int replay_one(PyObject *out, PyObject *index_obj, PyObject *recipes, PyO
         return 0;
     PyObject *recipe = PyList_GET_ITEM(recipes, index);
     PyObject *base = PyList_GET_ITEM(out, index);
-    if (recipe == Py_None || !PyDict_CheckExact(base)) return 0;
+    if (!PyDict_CheckExact(base)) return 0;
     int keep = index > keep_after;
     if (!keep && tools_keep) {
         PyObject *calls = get(base, K_TOOL_CALLS);
         if (calls == NULL && PyErr_Occurred()) return -1;
         if (calls != NULL && (keep = PyObject_IsTrue(calls)) < 0) return -1;
     }
+    if (recipe == Py_None)
+        return keep ? plain_one(out, index, index_obj, base, owns, stored, bare, dialect, lists)
+                    : 0;
     int r = attr_is(recipe, A_KEEP, keep ? Py_True : Py_False);
     if (r <= 0) return r;
     PyObject *made_for = PyObject_GetAttr(recipe, A_DIALECT);
     if (made_for == NULL) return -1;
-    int same_dialect = made_for == dialect;
-    if (!same_dialect && PyUnicode_CheckExact(made_for))
-        same_dialect = PyUnicode_Compare(made_for, dialect) == 0;
+    r = same_name(made_for, dialect);
     Py_DECREF(made_for);
-    if (PyErr_Occurred()) return -1;
-    if (!same_dialect) return 0;
+    if (r <= 0) return r;
     PyObject *from_store = Py_None;
     if (keep) {
         from_store = PyDict_GetItemWithError(stored, index_obj);
@@ -922,38 +990,21 @@ static int replay_one(PyObject *out, PyObject *index_obj, PyObject *recipes, PyO
     if (how != HOW_SAME && how != HOW_MERGE) return 0;
     long outcome = long_attr(recipe, A_OUTCOME);
     if (outcome == -2) return -1;
-    if (outcome < 0 || outcome > OUTCOME_NOTHING) return 0;
-    if (how == HOW_MERGE) {
-        PyObject *extra = PyObject_GetAttr(recipe, A_EXTRA);
-        if (extra == NULL) return -1;
-        if (!PyDict_CheckExact(extra)) {
-            Py_DECREF(extra);
-            return 0;
-        }
-        PyObject *merged = PyDict_Copy(base);
-        if (merged == NULL || PyDict_Update(merged, extra) < 0) {
-            Py_XDECREF(merged);
-            Py_DECREF(extra);
-            return -1;
-        }
-        Py_DECREF(extra);
-        PyList_SetItem(out, index, merged); /* steals `merged`, releases `base` */
-    }
-    if (outcome != OUTCOME_NOTHING) {
-        if (outcome == OUTCOME_RESTORED && PyList_Append(PyTuple_GET_ITEM(lists, 0), index_obj) < 0)
-            return -1;
-        if (PyList_Append(PyTuple_GET_ITEM(lists, outcome), index_obj) < 0) return -1;
-    }
-    return 1;
+    PyObject *extra = PyObject_GetAttr(recipe, A_EXTRA);
+    if (extra == NULL) return -1;
+    r = remade(out, index, index_obj, base, how, outcome, extra, lists);
+    Py_DECREF(extra);
+    return r;
 }
 
 static PyObject *replay(PyObject *self, PyObject *args) {
-    PyObject *out, *indices, *recipes, *owns, *stored, *dialect, *lists;
+    PyObject *out, *indices, *recipes, *owns, *stored, *dialect, *lists, *bare;
     Py_ssize_t keep_after;
     int tools_keep;
-    if (!PyArg_ParseTuple(args, "O!O!O!O!O!npUO!", &PyList_Type, &out, &PyList_Type, &indices,
+    if (!PyArg_ParseTuple(args, "O!O!O!O!O!npUO!O!", &PyList_Type, &out, &PyList_Type, &indices,
                           &PyList_Type, &recipes, &PyList_Type, &owns, &PyDict_Type, &stored,
-                          &keep_after, &tools_keep, &dialect, &PyTuple_Type, &lists))
+                          &keep_after, &tools_keep, &dialect, &PyTuple_Type, &lists,
+                          &PyList_Type, &bare))
         return NULL;
     if (PyTuple_GET_SIZE(lists) != OUTCOMES) {
         PyErr_SetString(PyExc_ValueError, "lists: one list per outcome");
@@ -973,7 +1024,7 @@ static PyObject *replay(PyObject *self, PyObject *args) {
         int r = 0;
         if (PyLong_CheckExact(index_obj)) {
             r = replay_one(out, index_obj, recipes, owns, stored, keep_after, tools_keep, dialect,
-                           lists);
+                           lists, bare);
         }
         if (r < 0 || (r == 0 && PyList_Append(left, index_obj) < 0)) {
             Py_DECREF(left);
@@ -1051,6 +1102,7 @@ PyMODINIT_FUNC PyInit__accel(void) {
     INTERN(K_FUNCTION, "function");
     INTERN(K_NAME, "name");
     INTERN(A_KEEP, "keep");
+    INTERN(A_PLAIN, "_plain");
     INTERN(A_DIALECT, "dialect");
     INTERN(A_FROM_STORE, "from_store");
     INTERN(A_OWN, "own");

@@ -113,6 +113,12 @@ class Reasoning:
     _text: str | None = field(default=None, init=False, repr=False, compare=False)
     _empty: bool | None = field(default=None, init=False, repr=False, compare=False)
     _tokens: int | None = field(default=None, init=False, repr=False, compare=False)
+    _plain: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
+    """`render`'s decision for a message that carries nothing of its own and takes this record
+    (dialect name, outcome, how, fields), the last dialect's only: a cold request restores
+    hundreds of records the process decided for before. Never a reference back to a render
+    recipe (which holds the record: a cycle the collector cannot free once the record is off
+    its lists)."""
 
     @property
     def text(self) -> str:
@@ -208,6 +214,7 @@ _RECORD_SLOTS = (
     "_text",
     "_empty",
     "_tokens",
+    "_plain",
 )
 _new = object.__new__
 (_set_kind, _set_text, _set_signature, _set_data, _set_id, _set_details) = (
@@ -225,6 +232,7 @@ _new = object.__new__
     _set_cached_text,
     _set_cached_empty,
     _set_cached_tokens,
+    set_plain,
 ) = (Reasoning.__dict__[name].__set__ for name in _RECORD_SLOTS)
 
 
@@ -270,6 +278,7 @@ def _built(
     _set_cached_text(record, None)
     _set_cached_empty(record, None)
     _set_cached_tokens(record, None)
+    set_plain(record, None)
     return record
 
 

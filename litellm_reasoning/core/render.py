@@ -22,7 +22,7 @@ from .dialect import Dialect
 from .extract import carries_nothing, reasoning_from_message
 from .messages import tool_calls_answered
 from .policy import TurnPolicy
-from .reasoning import Reasoning
+from .reasoning import Reasoning, set_plain
 from .turns import carries_turn, current_turn_start, item_without_turn
 
 
@@ -193,14 +193,16 @@ class How(IntEnum):
 
 _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
 _SAME, _MERGE, _COPY, _CALL = How
+_OUTCOMES, _HOWS = tuple(Outcome), tuple(How)
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
 class Replay(Protocol):
     """The accelerator's `replay` (`_accel.c`): `render`'s loop over `indices`, done in C for
     the messages whose remembered recipe holds as it is (the same objects) and is `How.SAME`
-    or `How.MERGE`; returns the indices it leaves to the general path, in order.
-    `keep_after` and `tools_keep` are `TurnPolicy.keep_bounds`."""
+    or `How.MERGE`, and those without a recipe that are kept, carry nothing (`bare`) and take a
+    record decided for before (`Reasoning._plain`); returns the indices it leaves to the general
+    path, in order. `keep_after` and `tools_keep` are `TurnPolicy.keep_bounds`."""
 
     def __call__(
         self,
@@ -213,6 +215,7 @@ class Replay(Protocol):
         tools_keep: bool,
         dialect: str,
         lists: tuple[list[int], list[int], list[int], list[int], list[int]],
+        bare: list[bool],
         /,
     ) -> list[int]: ...
 
@@ -333,7 +336,10 @@ def render(
         and type(stored) is dict
     ):
         keep_after, tools_keep = policy.keep_bounds(turn_start, len(messages))
-        left = replay(out, indices, recipes, owns, stored, keep_after, tools_keep, name, lists)
+        walked_bare = bare if type(bare) is list else []
+        left = replay(
+            out, indices, recipes, owns, stored, keep_after, tools_keep, name, lists, walked_bare
+        )
         # Both appended to the lists: each back in index order, as one loop leaves them.
         both_decided = 0 < len(left) < len(indices)
         indices = left
@@ -359,6 +365,10 @@ def render(
             )
         ):
             recipe = None
+        if recipe is None and own is None and from_store is not None and bare and bare[index]:
+            recipe = _plain_recipe(from_store, name)  # decided for its record before
+            if recipe is not None and recipes is not None:
+                recipes[index] = recipe
         if recipe is None:
             known = bare is not None and bare[index]
             recipe, rendered = _decide(dialect, base, name, keep, own, from_store, known)
@@ -383,6 +393,17 @@ def render(
         for decided in lists:
             decided.sort()
     return result
+
+
+def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
+    """The recipe `_decide` makes for a kept message that carries nothing and takes `record`,
+    when it was decided for `name` before (`Reasoning._plain`)."""
+    plain = record._plain
+    if plain is None or plain[0] != name:
+        return None
+    _, outcome, how, fields = plain
+    sent = None if outcome == _DROPPED else record
+    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _HOWS[how], fields)
 
 
 def _decide(
@@ -416,12 +437,14 @@ def _decide(
     fields = dialect.plain_fields(reasoning) if own is None else None
     if fields is not None and (bare or carries_nothing(base)):
         # What `render` would do, without its copy and the comparison that finds the fields.
-        if fields:
-            return Recipe(name, keep, own, from_store, reasoning, outcome, _MERGE, fields), {
-                **base,
-                **fields,
-            }
-        return Recipe(name, keep, own, from_store, reasoning, outcome, _SAME, fields), base
+        how = _MERGE if fields else _SAME
+        if keep and from_store is not None:
+            # The decision follows from the record and the dialect alone: kept with the record
+            # for the next message that takes it (ints and a dict of strings: a tuple the
+            # collector stops tracking, as the record is off its lists)
+            set_plain(from_store, (name, int(outcome), int(how), fields))
+        recipe = Recipe(name, keep, own, from_store, reasoning, outcome, how, fields)
+        return recipe, {**base, **fields} if fields else base
     rendered = dialect.render(base, reasoning)
     how, extra = (_SAME, {}) if rendered is base else _added_fields(base, rendered)
     return Recipe(name, keep, own, from_store, reasoning, outcome, how, extra), rendered

@@ -347,9 +347,35 @@ def _agent_turns(turns: int) -> list[Any]:
     return messages
 
 
-@needs_native
-@pytest.mark.parametrize("policy", list(TurnPolicy))
-@pytest.mark.parametrize("dialect_name", ["openai_chat_required", "openai_chat", "anthropic"])
+def on_replay_targets(test: Any) -> Any:
+    """`test` with the accelerator, for each policy and three dialects (`policy`,
+    `dialect_name`)."""
+    dialects = ["openai_chat_required", "openai_chat", "anthropic"]
+    test = pytest.mark.parametrize("dialect_name", dialects)(test)
+    return needs_native(pytest.mark.parametrize("policy", list(TurnPolicy))(test))
+
+
+def _texts(messages: list[Any]) -> dict[int, str]:
+    """The reasoning stored for four in five assistant messages of `_agent_turns`."""
+    return {
+        i: f"think {i}" for i, m in enumerate(messages) if m.get("role") == "assistant" and i % 5
+    }
+
+
+def _noting(left: list[int]) -> Any:
+    """The accelerator's loop, noting in `left` the indices it hands back to Python."""
+    original = prefix_cache.REPLAY
+    assert original is not None
+
+    def noted(*args: Any) -> list[int]:
+        handed_back = original(*args)
+        left.extend(handed_back)
+        return handed_back
+
+    return noted
+
+
+@on_replay_targets
 def test_replay_renders_what_the_general_path_renders(
     policy: TurnPolicy, dialect_name: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -358,19 +384,9 @@ def test_replay_renders_what_the_general_path_renders(
     path give the same wire and the same lists, and the loop did take most messages."""
     dialect = get_dialect(dialect_name)
     first = _agent_turns(4)
-    stored = {
-        i: Reasoning.from_text(f"think {i}")
-        for i, m in enumerate(first)
-        if m.get("role") == "assistant" and i % 5
-    }
+    stored = {i: Reasoning.from_text(text) for i, text in _texts(first).items()}
     left: list[int] = []
-    original = prefix_cache.REPLAY
-    assert original is not None
-
-    def counted(*args: Any) -> list[int]:
-        handed_back = original(*args)
-        left.extend(handed_back)
-        return handed_back
+    counted = _noting(left)
 
     def second_request(native: bool) -> tuple[Rendered, list[int]]:
         cache = PrefixCache()
@@ -403,6 +419,52 @@ def test_replay_renders_what_the_general_path_renders(
     if policy in (TurnPolicy.ALL_TURNS, TurnPolicy.TOOL_CALLS_ALL_TURNS):
         # earlier turns' records were decided on (restored, or refused by the dialect)
         assert native.restored or native.dropped
+
+
+@on_replay_targets
+def test_records_decided_before_render_as_when_first_decided(
+    policy: TurnPolicy, dialect_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cold request (a memo that never saw the conversation) restoring records an earlier
+    request rendered: the accelerator's loop remakes each message that carries nothing by its
+    record's own decision, with no recipe of the history's own (`Reasoning._plain`), and
+    Python's path by a recipe made from it; both send what deciding afresh sends."""
+    dialect = get_dialect(dialect_name)
+    first = _agent_turns(4)
+    texts = _texts(first)
+    stored = {i: Reasoning.from_text(text) for i, text in texts.items()}
+    left: list[int] = []
+    counted = _noting(left)
+
+    def cold(records: dict[int, Reasoning], native: bool) -> tuple[Rendered, History]:
+        history = PrefixCache().walk(SCOPE, copy.deepcopy(first))
+        left.clear()
+        with monkeypatch.context() as patched:
+            patched.setattr(prefix_cache, "REPLAY", counted)
+            rendered = render_walked(
+                history, history.messages, dialect, policy, records, native=native
+            )
+        return rendered, history
+
+    decided, decided_history = cold(stored, True)  # the records' first render
+    again, history = cold(stored, True)
+    left_again = list(left)
+    pure, pure_history = cold(stored, False)
+    # equal records never rendered: decided afresh, in Python
+    afresh, _ = cold({i: Reasoning.from_text(text) for i, text in texts.items()}, False)
+    assert again == decided == pure == afresh
+    assert json.dumps(again.messages) == json.dumps(afresh.messages)  # key order too
+    plain_fields = dialect.plain_fields(None) is not None
+    if policy is TurnPolicy.ALL_TURNS and plain_fields:
+        own_reasoning = 8  # carries the client's own: decided by the general path
+        by_record = sorted(set(stored) - {own_reasoning})
+        assert by_record and set(again.restored) >= set(by_record)
+        assert all(decided_history.recipes[i] is not None for i in by_record)
+        assert [i for i in by_record if history.recipes[i] is not None] == []
+        assert not set(left_again) & set(by_record)
+        assert all(pure_history.recipes[i].from_store is stored[i] for i in by_record)  # type: ignore[union-attr]
+    if not plain_fields:  # a dialect that changes more than fields: decided each time
+        assert all(record._plain is None for record in stored.values())
 
 
 @pytest.mark.parametrize("policy", list(TurnPolicy))

@@ -459,12 +459,14 @@ def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
     against `max_bytes` (held-out run: 429 MB of restored records held while the cache counted
     0.4 MB against its 64 MiB)."""
     messages = _loop(10)
-    stored = {
-        index: Reasoning(parts=(ReasoningPart(text="x" * 100_000),), provider="deepseek")
-        for index in assistant_indices(messages)
-    }
 
     def remembered(cache: PrefixCache) -> PrefixCache:
+        # Records never rendered before: a recipe of the history's own holds each (one decided
+        # for before needs none: `test_records_decided_before_are_held_by_no_recipe`).
+        stored = {
+            index: Reasoning(parts=(ReasoningPart(text="x" * 100_000),), provider="deepseek")
+            for index in assistant_indices(messages)
+        }
         history = cache.walk(SCOPE, messages)
         render_walked(history, messages, get_dialect("openai_chat"), TurnPolicy.ALL_TURNS, stored)
         cache.remember(history)
