@@ -349,6 +349,7 @@ def render(
         keep = keep_all or policy.keeps(index, base, turn_start)
         from_store = from_stored(index) if keep else None
         recipe = recipes[index] if recipes is not None else None
+        by_record = own is None and from_store is not None and bare and bare[index]
         if recipe is not None and (
             recipe.keep is not keep
             or recipe.dialect != name
@@ -356,7 +357,11 @@ def render(
             or not (
                 (recipe.from_store is from_store and recipe.own is own)
                 or (
-                    recipe.from_store == from_store
+                    # Equal values: a record decoded again (or another store's). Where the
+                    # record decides alone, decided for this one instead, so the next request
+                    # finds it by identity (in C) rather than comparing values again.
+                    not by_record
+                    and recipe.from_store == from_store
                     and recipe.own == own
                     # provider dicts compare equal in any key order, but are sent in theirs
                     and not _has_details(own)
@@ -365,7 +370,7 @@ def render(
             )
         ):
             recipe = None
-        if recipe is None and own is None and from_store is not None and bare and bare[index]:
+        if recipe is None and by_record and from_store is not None:
             recipe = _plain_recipe(from_store, name)  # decided for its record before
             if recipe is not None and recipes is not None:
                 recipes[index] = recipe

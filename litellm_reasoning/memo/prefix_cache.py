@@ -207,7 +207,13 @@ class History:
         held, recipes = self.held, self.recipes
         total = held[-1] if held else 0
         count = len(recipes)
-        for index in self.assistant[len(held) :]:
+        new = self.assistant[len(held) :]
+        if new and new[-1] < count and not any(map(recipes.__getitem__, new)):
+            # in C: no recipe of their own (messages rendered by their records' decisions, or
+            # not rendered), nothing held
+            held.extend(repeat(total, len(new)))
+            return total
+        for index in new:
             recipe = recipes[index] if index < count else None
             if recipe is not None:
                 stored = recipe.from_store

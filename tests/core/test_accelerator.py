@@ -461,6 +461,8 @@ def test_records_decided_before_render_as_when_first_decided(
         assert by_record and set(again.restored) >= set(by_record)
         assert all(decided_history.recipes[i] is not None for i in by_record)
         assert [i for i in by_record if history.recipes[i] is not None] == []
+        # what the memo counts against its cap: the records are the store's, not its own
+        assert history.held_bytes() < decided_history.held_bytes()
         assert not set(left_again) & set(by_record)
         assert all(pure_history.recipes[i].from_store is stored[i] for i in by_record)  # type: ignore[union-attr]
     if not plain_fields:  # a dialect that changes more than fields: decided each time

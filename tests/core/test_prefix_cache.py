@@ -454,6 +454,31 @@ def test_bounds() -> None:
     assert len(nothing) == 0 and nothing.size == 0
 
 
+def test_records_decoded_again_are_decided_for_once() -> None:
+    """Records equal to the ones a history's recipes hold but other objects (a shared store's
+    bytes decoded once more after the decode cache let them go): decided for once, so the
+    recipes hold these very records and each carries its decision (the next request takes them
+    by identity, in C), not compared by value on every request."""
+    messages = _loop(10)
+    dialect = get_dialect("openai_chat_required")
+
+    def records() -> dict[int, Reasoning]:
+        return {i: Reasoning.from_text(f"r{i}") for i in assistant_indices(messages)}
+
+    cache = PrefixCache()
+    rendered = []
+    for stored in (records(), records()):
+        history = cache.walk(SCOPE, copy.deepcopy(messages))
+        rendered.append(
+            render_walked(history, history.messages, dialect, TurnPolicy.ALL_TURNS, stored)
+        )
+        cache.remember(history)
+    assert history.reused == len(messages)
+    assert rendered[0] == rendered[1] and len(rendered[1].restored) == len(stored)
+    assert all(history.recipes[i].from_store is stored[i] for i in stored)  # type: ignore[union-attr]
+    assert all(record._plain is not None for record in stored.values())
+
+
 def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
     """A remembered history's recipes hold the records restored into it: their bytes count
     against `max_bytes` (held-out run: 429 MB of restored records held while the cache counted
