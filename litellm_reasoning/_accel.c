@@ -852,8 +852,8 @@ PyDoc_STRVAR(replay_doc,
 "to `lists[0]` too for RESTORED), as Python does. Kept: `i > keep_after`, or `tools_keep` and\n"
 "`out[i]` has tool calls. A message without a recipe that is kept, carries nothing of its own\n"
 "(`owns[i]` None, `bare[i]` True) and takes a stored record decided for `dialect` before\n"
-"(`Reasoning._plain`: dialect name, outcome, how, fields) is remade by that decision the\n"
-"same way. Returns the indices it left to Python (its general path), in order.");
+"(`Reasoning._plain`: dialect name, outcome, how, the fields as (key, value) pairs) is\n"
+"remade by that decision the same way. Returns the indices it left to Python (its general path), in order.");
 
 /* `How` and `Outcome` of core/render.py (tests/core/test_accelerator.py checks them). */
 #define HOW_SAME 0
@@ -891,16 +891,19 @@ static int same_name(PyObject *made_for, PyObject *dialect) {
     return PyErr_Occurred() ? -1 : r;
 }
 
-/* `out[index]` remade as `how` with `extra` (SAME or MERGE), `index_obj` appended to the list of
-   `outcome`: 1; 0: left to Python (another how or outcome); -1: error set. */
+/* `out[index]` remade as `how` with `extra` (SAME or MERGE; `extra` a dict, or a tuple of
+   (key, value) pairs), `index_obj` appended to the list of `outcome`: 1; 0: left to Python
+   (another how or outcome); -1: error set. */
 static int remade(PyObject *out, Py_ssize_t index, PyObject *index_obj, PyObject *base, long how,
                   long outcome, PyObject *extra, PyObject *lists) {
     if (how != HOW_SAME && how != HOW_MERGE) return 0;
     if (outcome < 0 || outcome > OUTCOME_NOTHING) return 0;
     if (how == HOW_MERGE) {
-        if (!PyDict_CheckExact(extra)) return 0;
+        int pairs = PyTuple_CheckExact(extra);
+        if (!pairs && !PyDict_CheckExact(extra)) return 0;
         PyObject *merged = PyDict_Copy(base);
-        if (merged == NULL || PyDict_Update(merged, extra) < 0) {
+        if (merged == NULL ||
+            (pairs ? PyDict_MergeFromSeq2(merged, extra, 1) : PyDict_Update(merged, extra)) < 0) {
             Py_XDECREF(merged);
             return -1;
         }

@@ -408,7 +408,7 @@ def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
         return None
     _, outcome, how, fields = plain
     sent = None if outcome == _DROPPED else record
-    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _HOWS[how], fields)
+    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _HOWS[how], dict(fields))
 
 
 def _decide(
@@ -445,9 +445,10 @@ def _decide(
         how = _MERGE if fields else _SAME
         if keep and from_store is not None:
             # The decision follows from the record and the dialect alone: kept with the record
-            # for the next message that takes it (ints and a dict of strings: a tuple the
-            # collector stops tracking, as the record is off its lists)
-            set_plain(from_store, (name, int(outcome), int(how), fields))
+            # for the next message that takes it. Ints and pairs of strings: tuples the
+            # collector stops tracking after a few collections (a dict in them would keep
+            # them on its lists: one more object per record in every full collection).
+            set_plain(from_store, (name, int(outcome), int(how), tuple(fields.items())))
         recipe = Recipe(name, keep, own, from_store, reasoning, outcome, how, fields)
         return recipe, {**base, **fields} if fields else base
     rendered = dialect.render(base, reasoning)
