@@ -349,7 +349,8 @@ def render(
         keep = keep_all or policy.keeps(index, base, turn_start)
         from_store = from_stored(index) if keep else None
         recipe = recipes[index] if recipes is not None else None
-        by_record = own is None and from_store is not None and bare and bare[index]
+        known = bare[index] if bare else False  # carries nothing, known from the walk
+        by_record = own is None and from_store is not None and known
         if recipe is not None and (
             recipe.keep is not keep
             or recipe.dialect != name
@@ -375,7 +376,6 @@ def render(
             if recipe is not None and recipes is not None:
                 recipes[index] = recipe
         if recipe is None:
-            known = bare is not None and bare[index]
             recipe, rendered = _decide(dialect, base, name, keep, own, from_store, known)
             if recipes is not None:
                 recipes[index] = recipe
