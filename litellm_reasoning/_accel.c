@@ -935,16 +935,17 @@ static int plain_one(PyObject *out, Py_ssize_t index, PyObject *index_obj, PyObj
         return 0;
     }
     int r = 0;
-    if (PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 4 &&
+    if (PyTuple_CheckExact(plain) && PyTuple_GET_SIZE(plain) == 3 &&
         PyLong_CheckExact(PyTuple_GET_ITEM(plain, 1)) &&
-        PyLong_CheckExact(PyTuple_GET_ITEM(plain, 2))) {
+        PyTuple_CheckExact(PyTuple_GET_ITEM(plain, 2))) {
         r = same_name(PyTuple_GET_ITEM(plain, 0), dialect);
         if (r == 1) {
             long outcome = PyLong_AsLong(PyTuple_GET_ITEM(plain, 1));
-            long how = PyLong_AsLong(PyTuple_GET_ITEM(plain, 2));
+            PyObject *fields = PyTuple_GET_ITEM(plain, 2);
+            /* fields to add: merged into a copy; none: the message is sent as it is */
+            long how = PyTuple_GET_SIZE(fields) ? HOW_MERGE : HOW_SAME;
             r = PyErr_Occurred() ? -1
-                                 : remade(out, index, index_obj, base, how, outcome,
-                                          PyTuple_GET_ITEM(plain, 3), lists);
+                                 : remade(out, index, index_obj, base, how, outcome, fields, lists);
         }
     }
     Py_DECREF(plain);

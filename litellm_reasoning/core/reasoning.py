@@ -115,10 +115,10 @@ class Reasoning:
     _tokens: int | None = field(default=None, init=False, repr=False, compare=False)
     _plain: tuple[Any, ...] | None = field(default=None, init=False, repr=False, compare=False)
     """`render`'s decision for a message that carries nothing of its own and takes this record
-    (dialect name, outcome, how, the fields as (key, value) pairs), the last dialect's only: a
-    cold request restores hundreds of records the process decided for before. Never a reference
-    back to a render recipe (which holds the record: a cycle the collector cannot free once the
-    record is off its lists)."""
+    (dialect name, outcome, the fields it adds as (key, value) pairs: none, sent as it is), the
+    last dialect's only: a cold request restores hundreds of records the process decided for
+    before. Never a reference back to a render recipe (which holds the record: a cycle the
+    collector cannot free once the record is off its lists)."""
 
     @property
     def text(self) -> str:

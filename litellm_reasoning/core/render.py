@@ -193,7 +193,7 @@ class How(IntEnum):
 
 _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
 _SAME, _MERGE, _COPY, _CALL = How
-_OUTCOMES, _HOWS = tuple(Outcome), tuple(How)
+_OUTCOMES = tuple(Outcome)
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
@@ -406,9 +406,10 @@ def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
     plain = record._plain
     if plain is None or plain[0] != name:
         return None
-    _, outcome, how, fields = plain
+    _, outcome, fields = plain
     sent = None if outcome == _DROPPED else record
-    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _HOWS[how], dict(fields))
+    how = _MERGE if fields else _SAME
+    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], how, dict(fields))
 
 
 def _decide(
@@ -448,7 +449,7 @@ def _decide(
             # for the next message that takes it. Ints and pairs of strings: tuples the
             # collector stops tracking after a few collections (a dict in them would keep
             # them on its lists: one more object per record in every full collection).
-            set_plain(from_store, (name, int(outcome), int(how), tuple(fields.items())))
+            set_plain(from_store, (name, int(outcome), tuple(fields.items())))
         recipe = Recipe(name, keep, own, from_store, reasoning, outcome, how, fields)
         return recipe, {**base, **fields} if fields else base
     rendered = dialect.render(base, reasoning)
