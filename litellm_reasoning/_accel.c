@@ -852,9 +852,9 @@ PyDoc_STRVAR(replay_doc,
 "to `lists[0]` too for RESTORED), as Python does. Kept: `i > keep_after`, or `tools_keep` and\n"
 "`out[i]` has tool calls. A message without a recipe that is kept, carries nothing of its own\n"
 "(`owns[i]` None, `bare[i]` True) and takes a stored record decided for `dialect` before\n"
-"(`Reasoning._plain`: dialect name, outcome, how, the fields as (key, value) pairs) is\n"
-"remade by that decision the same way. Returns the indices it left to Python (its general\n"
-"path), in order.");
+"(`Reasoning._plain`: dialect name, outcome, the fields it adds as (key, value) pairs) is\n"
+"remade by that decision the same way (MERGE with fields, SAME without). Returns the indices\n"
+"it left to Python (its general path), in order.");
 
 /* `How` and `Outcome` of core/render.py (tests/core/test_accelerator.py checks them). */
 #define HOW_SAME 0
