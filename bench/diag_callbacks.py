@@ -1,6 +1,6 @@
 """Diagnostic callbacks for `diag_workers.py` (measurements, not designs). The proxies load them
-as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.onloop`, `.nosummary`, `.untracked`,
-`.holding`, `.nocapture` and `.timed`, on the store in `LITELLM_REASONING_STORE`."""
+as `diag_callbacks.hollow`, `.sleepy`, `.inplace`, `.updated`, `.onloop`, `.nosummary`,
+`.untracked`, `.holding`, `.nocapture` and `.timed`, on the store in `LITELLM_REASONING_STORE`."""
 
 from __future__ import annotations
 
@@ -93,6 +93,24 @@ class InPlaceCallback(ReasoningCallback):
                     mine.update(made)
             # The call's state (its body patch, its summary) holds the rendered list: the
             # caller's dicts in it, so no rendered dict outlives the hook.
+            rendered[:] = original
+        return out
+
+
+class UpdatedCallback(ReasoningCallback):
+    """`InPlaceCallback` whose caller's dicts take the rendered fields by one `dict.update`
+    each (no `clear`: the dict keeps its table, and only the restored field is new), as an
+    in-place render would add them. Assumes rendering only adds or replaces fields (a client
+    that drops reasoning); a measurement, not a design."""
+
+    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
+        original = kwargs.get("messages")
+        out = await super().async_pre_call_deployment_hook(kwargs, call_type)
+        rendered = out.get("messages") if isinstance(out, dict) else None
+        if type(original) is list and type(rendered) is list and len(original) == len(rendered):
+            for mine, made in zip(original, rendered, strict=True):
+                if mine is not made and type(mine) is dict and type(made) is dict:
+                    mine.update(made)
             rendered[:] = original
         return out
 
@@ -245,6 +263,7 @@ _ARMS: dict[str, Callable[[], ReasoningCallback]] = {
     "hollow": lambda: HollowCallback(_STORE),
     "sleepy": lambda: SleepyCallback(_STORE),
     "inplace": lambda: InPlaceCallback(_STORE),
+    "updated": lambda: UpdatedCallback(_STORE),
     # the Redis calls on the event loop's own thread (no hand-off to the store's threads)
     "onloop": lambda: _on_redis_class(_OnLoopRedis),
     "nosummary": _no_summary,

@@ -8,21 +8,22 @@ with every hook returning at once (a keeping client: LiteLLM's own cost of this 
 `sleepy`: the hollow class whose pre-call hook waits `DIAG_SLEEP_MS` (default 5) on the loop's
 timer (a keeping client: what a longer stay in the worker costs LiteLLM itself); `inplace`: the
 callback with its rendered messages copied into the caller's dicts (what the rendered dicts
-cost the collector); `onloop`: the callback with its Redis calls on the event loop's thread (no
-hand-off to the store's threads); `nosummary`: the callback with its decisions summary kept off
-LiteLLM's logging metadata; `untracked`: the callback with its rendered messages taken off the
-collector's lists when the hook returns; `holding`: the callback whose Redis store reads only
-keys it has not found before (unsafe: the ceiling of not re-reading held records); `nocapture`:
-the callback capturing no reply (what the capture and the write cost). Prints, per arm, CPU per
-request (the proxy's process group) and round by round, and per proxy the collections per
-request of each generation and their CPU time, the callback's decoded-record cache hits and
-misses and its own restored count (`gc_probe/sitecustomize.py` in every worker); with
-`--census`, what each proxy's collector moved to the oldest generation per request, by type
-(it can crash a worker: see `gc_probe`). `--together` runs the arms at the same time, each
-on its own proxy (what else the machine does weighs on every arm alike); `--settle N` leaves
-each round's first N steps per agent unmeasured (a long conversation's steady state: each
-worker's first request of it left out). Measurements, not designs; see bench/README.md,
-"Where the callback's proxy CPU goes"."""
+cost the collector); `updated`: `inplace` by one `dict.update` per message (no `clear`: what an
+in-place render would do); `onloop`: the callback with its Redis calls on the event loop's
+thread (no hand-off to the store's threads); `nosummary`: the callback with its decisions
+summary kept off LiteLLM's logging metadata; `untracked`: the callback with its rendered
+messages taken off the collector's lists when the hook returns; `holding`: the callback whose
+Redis store reads only keys it has not found before (unsafe: the ceiling of not re-reading held
+records); `nocapture`: the callback capturing no reply (what the capture and the write cost).
+Prints, per arm, CPU per request (the proxy's process group) and round by round, and per proxy
+the collections per request of each generation and their CPU time, the callback's
+decoded-record cache hits and misses and its own restored count (`gc_probe/sitecustomize.py` in
+every worker); with `--census`, what each proxy's collector moved to the oldest generation per
+request, by type (it can crash a worker: see `gc_probe`). `--together` runs the arms at the
+same time, each on its own proxy (what else the machine does weighs on every arm alike);
+`--settle N` leaves each round's first N steps per agent unmeasured (a long conversation's
+steady state: each worker's first request of it left out). Measurements, not designs; see
+bench/README.md, "Where the callback's proxy CPU goes"."""
 
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ CALLBACK_OF = {
     "hollow": "diag_callbacks.hollow",
     "sleepy": "diag_callbacks.sleepy",
     "inplace": "diag_callbacks.inplace",
+    "updated": "diag_callbacks.updated",
     "with": "litellm_reasoning.callback",
     "onloop": "diag_callbacks.onloop",
     "nosummary": "diag_callbacks.nosummary",
