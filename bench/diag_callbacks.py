@@ -82,6 +82,12 @@ class InPlaceCallback(ReasoningCallback):
     cost the collector, not a design (a retry would see the restored reasoning as the client's
     own)."""
 
+    @staticmethod
+    def take(mine: dict[str, Any], made: dict[str, Any]) -> None:
+        """The caller's dict `mine` made equal to its rendered message `made`."""
+        mine.clear()
+        mine.update(made)
+
     async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
         original = kwargs.get("messages")
         out = await super().async_pre_call_deployment_hook(kwargs, call_type)
@@ -89,30 +95,22 @@ class InPlaceCallback(ReasoningCallback):
         if type(original) is list and type(rendered) is list and len(original) == len(rendered):
             for mine, made in zip(original, rendered, strict=True):
                 if mine is not made and type(mine) is dict and type(made) is dict:
-                    mine.clear()
-                    mine.update(made)
+                    self.take(mine, made)
             # The call's state (its body patch, its summary) holds the rendered list: the
             # caller's dicts in it, so no rendered dict outlives the hook.
             rendered[:] = original
         return out
 
 
-class UpdatedCallback(ReasoningCallback):
+class UpdatedCallback(InPlaceCallback):
     """`InPlaceCallback` whose caller's dicts take the rendered fields by one `dict.update`
     each (no `clear`: the dict keeps its table, and only the restored field is new), as an
     in-place render would add them. Assumes rendering only adds or replaces fields (a client
     that drops reasoning); a measurement, not a design."""
 
-    async def async_pre_call_deployment_hook(self, kwargs: Any, call_type: Any, **_: Any) -> Any:
-        original = kwargs.get("messages")
-        out = await super().async_pre_call_deployment_hook(kwargs, call_type)
-        rendered = out.get("messages") if isinstance(out, dict) else None
-        if type(original) is list and type(rendered) is list and len(original) == len(rendered):
-            for mine, made in zip(original, rendered, strict=True):
-                if mine is not made and type(mine) is dict and type(made) is dict:
-                    mine.update(made)
-            rendered[:] = original
-        return out
+    @staticmethod
+    def take(mine: dict[str, Any], made: dict[str, Any]) -> None:
+        mine.update(made)
 
 
 class UntrackedCallback(ReasoningCallback):

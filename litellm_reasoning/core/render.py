@@ -446,7 +446,7 @@ def _decide(
         how = _MERGE if fields else _SAME
         if keep and from_store is not None:
             # The decision follows from the record and the dialect alone: kept with the record
-            # for the next message that takes it. Ints and pairs of strings: tuples the
+            # for the next message that takes it. An int and pairs of strings: tuples the
             # collector stops tracking after a few collections (a dict in them would keep
             # them on its lists: one more object per record in every full collection).
             set_plain(from_store, (name, int(outcome), tuple(fields.items())))
