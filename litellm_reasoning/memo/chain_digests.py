@@ -150,6 +150,11 @@ class ChainDigests:
         # A request that only shares a beginning with a remembered conversation is remembered
         # beside it.
         continues = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
+        if NATIVE is not None:
+            # Bytes, digests and facts, never a container that refers back to the lists: off
+            # the collector, which would walk every item of them at each collection during the
+            # request and, once remembered, at every full one.
+            NATIVE.untrack([encoded, out, facts])
         return ChainWalk(scope, encoded, out, facts, salt, keys, size, continues)
 
     def remember(self, walked: ChainWalk) -> None:

@@ -218,6 +218,9 @@ def test_remembered_facts_are_off_the_collectors_lists() -> None:
     memo.remember(walked)
     gc.collect()
     assert [gc.is_tracked(f) for f in walked.facts] == [NATIVE is None] * len(messages)
+    # Its lists too, from the walk on (items, digests, facts: never a container of its own).
+    lists = (walked.encoded, walked.digests, walked.facts)
+    assert [gc.is_tracked(held) for held in lists] == [NATIVE is None] * 3
     again = memo.walk(SCOPE, copy.deepcopy(messages) + _claude_code(21)[-3:])
     assert again.facts[: len(messages)] == walked.facts
     assert again.digests == blocks.prefix_digests(copy.deepcopy(messages) + _claude_code(21)[-3:])

@@ -485,6 +485,36 @@ def test_records_decoded_again_are_decided_for_once() -> None:
     assert not any(gc.is_tracked(record._plain) for record in stored.values())
 
 
+def test_a_walked_historys_lists_are_off_the_collector_with_the_accelerator() -> None:
+    """Every list of a walked history's facts (each list field but the caller's own messages)
+    leaves the garbage collector's lists as the walk makes it, cold or reusing an earlier
+    history, and stays off while the walk extends it and the history is remembered (young
+    collections during a request would otherwise walk ~10,000 references of them at 1,000
+    messages); without the accelerator nothing changes. What is rendered is unchanged
+    (`test_cached_equals_uncached_on_random_histories`)."""
+    messages = _loop(10)
+    dialect = get_dialect("openai_chat_required")
+    stored = {i: Reasoning.from_text(f"r{i}") for i in assistant_indices(messages)}
+    cache = PrefixCache()
+    cold = cache.walk(SCOPE, copy.deepcopy(messages))
+    render_walked(cold, cold.messages, dialect, TurnPolicy.ALL_TURNS, stored)
+    cache.remember(cold)
+    longer = [*messages, {"role": "user", "content": "one more"}]
+    reused = cache.walk(SCOPE, copy.deepcopy(longer))
+    assert reused.reused == len(messages) and len(reused.shapes) == len(longer)
+    for history in (cold, reused):
+        lists = {
+            name: value
+            for name in History.__slots__
+            if isinstance(value := getattr(history, name), list) and name != "messages"
+        }
+        assert len(lists) == 15
+        assert sorted(map(id, history.lists())) == sorted(map(id, lists.values()))
+        tracked = {name: gc.is_tracked(value) for name, value in lists.items()}
+        assert tracked == dict.fromkeys(lists, prefix_cache.NATIVE is None)
+    assert gc.is_tracked(reused.messages)  # the caller's list is left as it is
+
+
 def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
     """A remembered history's recipes hold the records restored into it: their bytes count
     against `max_bytes` (held-out run: 429 MB of restored records held while the cache counted
