@@ -14,7 +14,9 @@ thread (no hand-off to the store's threads); `nosummary`: the callback with its 
 summary kept off LiteLLM's logging metadata; `untracked`: the callback with its rendered
 messages taken off the collector's lists when the hook returns; `holding`: the callback whose
 Redis store reads only keys it has not found before (unsafe: the ceiling of not re-reading held
-records); `nocapture`: the callback capturing no reply (what the capture and the write cost).
+records); `nocapture`: the callback capturing no reply (what the capture and the write cost);
+`before`: the callback as the package in `--before DIR` has it (a directory holding an earlier
+commit's `litellm_reasoning/`, its accelerator built): a change against its parent, at once.
 Prints, per arm, CPU per request (the proxy's process group) and round by round, and per proxy
 the collections per request of each generation and their CPU time, the callback's
 decoded-record cache hits and misses and its own restored count (`gc_probe/sitecustomize.py` in
@@ -56,6 +58,7 @@ CALLBACK_OF = {
     "holding": "diag_callbacks.holding",
     "nocapture": "diag_callbacks.nocapture",
     "timed": "diag_callbacks.timed",
+    "before": "litellm_reasoning.callback",
 }
 PROXY_OF = {**{arm: arm for arm in CALLBACK_OF}, "keeping": "without"}
 KEEPING = {"keeping", "empty", "hollow", "sleepy"}
@@ -89,8 +92,11 @@ def main() -> None:
     parser.add_argument(
         "--census", action="store_true", help="what moves to the oldest generation, by type"
     )
+    parser.add_argument("--before", help="where the `before` arm imports litellm_reasoning from")
     args = parser.parse_args()
     arms = tuple(a.strip() for a in args.arms.split(",") if a.strip())
+    if "before" in arms and not args.before:
+        parser.error("the `before` arm needs --before DIR")
     prefix = f"bench-diag-{uuid.uuid4().hex[:8]}:"
     store_url = f"{sec_workers.REDIS}?prefix={prefix}&max_records=1000000"
     model = sec_workers.MODEL
@@ -106,8 +112,10 @@ def main() -> None:
             config: dict[str, Any] = {"model_list": model_list}
             if CALLBACK_OF[name] is not None:
                 config["litellm_settings"] = {"callbacks": CALLBACK_OF[name]}
+            # The `before` arm's package first: found before the installed one.
+            earlier = f"{Path(args.before).resolve()}:" if name == "before" else ""
             env = {
-                "PYTHONPATH": f"{HERE / 'gc_probe'}:{HERE}",
+                "PYTHONPATH": f"{earlier}{HERE / 'gc_probe'}:{HERE}",
                 "GC_PROBE_DIR": str(probe_dir),
                 "GC_PROBE_ARM": name,
                 "LITELLM_REASONING_STORE": store_url,
