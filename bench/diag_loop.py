@@ -33,19 +33,19 @@ import threading
 import time
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Coroutine, Generator
+from collections.abc import Generator
 from typing import Any
 
 import litellm
 from common import TOOLS, agent_history, delete_redis_prefix, median, with_reasoning
+from diag_callbacks import TIMED, _collected, _timed
 from sec_rewrite import prime_store
+from sec_workers import MODEL, REDIS
 from upstream_proc import upstream_process
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.stores import MemoryStore
 
-REDIS_URL = "redis://127.0.0.1:6379/0"
-MODEL = "deepseek-v4-flash"
 REPLY: dict[str, Any] = {
     "role": "assistant",
     "content": "Running the tests now.",
@@ -58,21 +58,8 @@ REPLY: dict[str, Any] = {
 SETTLE_SECONDS = 0.03
 """Each step's wait after its reply: LiteLLM's success logging and the store's write run in it."""
 
-CPU: defaultdict[str, float] = defaultdict(float)
-CALLS: Counter[str] = Counter()
-
-
-def _timed(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(function)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        start = time.thread_time()
-        try:
-            return function(*args, **kwargs)
-        finally:
-            CPU[name] += time.thread_time() - start
-            CALLS[name] += 1
-
-    return timed
+COLLECTOR: defaultdict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+"""Per generation: [collections, thread CPU seconds] in this process."""
 
 
 class _Step:
@@ -85,40 +72,34 @@ class _Step:
         return (yield self.yielded)
 
 
-def _timed_async(
-    name: str, function: Callable[..., Coroutine[Any, Any, Any]]
-) -> Callable[..., Any]:
-    """A coroutine function whose own thread CPU is counted step by step (what it awaits on
-    other threads is not: the store's work is counted where it runs)."""
+def _timed_async(owner: Any, name: str) -> None:
+    """`owner.name`, a coroutine function, with its own thread CPU counted step by step into
+    `diag_callbacks.TIMED` as `_timed` counts a function (what it awaits on other threads is
+    not: the store's work is counted where it runs)."""
+    function = getattr(owner, name)
 
     @functools.wraps(function)
     async def timed(*args: Any, **kwargs: Any) -> Any:
+        figures = TIMED.setdefault(name, [0.0, 0.0, 0.0])
+        figures[0] += 1
         coroutine = function(*args, **kwargs)
         sent: Any = None
         error: BaseException | None = None
         while True:
-            start = time.thread_time()
+            start, collected = time.thread_time(), _collected()
             try:
                 yielded = coroutine.send(sent) if error is None else coroutine.throw(error)
             except StopIteration as done:
                 return done.value
             finally:
-                CPU[name] += time.thread_time() - start
+                figures[1] += time.thread_time() - start
+                figures[2] += _collected() - collected
             try:
                 sent, error = await _Step(yielded), None
             except BaseException as exc:  # handed back to the coroutine, as the loop would
                 sent, error = None, exc
 
-    return timed
-
-
-def _count_calls(name: str, function: Callable[..., Any]) -> Callable[..., Any]:
-    @functools.wraps(function)
-    async def counted(*args: Any, **kwargs: Any) -> Any:
-        CALLS[name] += 1
-        return await function(*args, **kwargs)
-
-    return counted
+    setattr(owner, name, timed)
 
 
 def install_timers() -> None:
@@ -130,22 +111,20 @@ def install_timers() -> None:
 
     hooks = module.ReasoningCallback
     for name in ("async_pre_call_deployment_hook", "async_post_call_success_deployment_hook"):
-        setattr(hooks, name, _count_calls(name, _timed_async(name, getattr(hooks, name))))
+        _timed_async(hooks, name)
     for name in ("log_pre_api_call", "log_success_event", "log_failure_event"):
-        setattr(hooks, name, _timed(name, getattr(hooks, name)))
-    store = redis_store.RedisStore
+        _timed(hooks, name, name)
     for name in ("get_many", "get_required", "put_many", "put_required", "_read", "_write"):
-        setattr(store, name, _timed(f"redis {name}", getattr(store, name)))
-    store._found = staticmethod(_timed("redis _found", store._found))  # type: ignore[method-assign]
-    _codec.DECODED.decode_many = _timed("decode cache", _codec.DECODED.decode_many)  # type: ignore[method-assign]
-    prefix_cache.PrefixCache.walk = _timed("walk", prefix_cache.PrefixCache.walk)  # type: ignore[method-assign]
-    messages = chat_messages.ChatMessages
-    messages.prepare = _timed("prepare (walk, plan)", messages.prepare)  # type: ignore[method-assign]
-    messages.rendered = _timed("rendered (render, limits)", messages.rendered)  # type: ignore[method-assign]
-    chat_messages.render = _timed("core render", chat_messages.render)
-    engine.Engine.record = _timed("record (summary, capture opened)", engine.Engine.record)  # type: ignore[method-assign]
-    kwargs.FactsReader.__call__ = _timed("facts", kwargs.FactsReader.__call__)  # type: ignore[method-assign]
-    capture.records = _timed("reply's records", capture.records)
+        _timed(redis_store.RedisStore, name, f"redis {name}")
+    _timed(_codec, "records_of", "redis records_of (decode cache included)")
+    _timed(_codec.DecodedRecords, "decode_many", "decode cache")
+    _timed(prefix_cache.PrefixCache, "walk", "walk")
+    _timed(chat_messages.ChatMessages, "prepare", "prepare (walk, plan)")
+    _timed(chat_messages.ChatMessages, "rendered", "rendered (render, limits)")
+    _timed(chat_messages, "render", "core render")
+    _timed(engine.Engine, "record", "record (summary, capture opened)")
+    _timed(kwargs.FactsReader, "__call__", "facts")
+    _timed(capture, "records", "reply's records")
     started: dict[int, float] = {}
 
     def collector(phase: str, info: dict[str, Any]) -> None:
@@ -153,9 +132,9 @@ def install_timers() -> None:
         if phase == "start":
             started[thread] = time.thread_time()
             return
-        name = f"collector, generation {info['generation']}"
-        CPU[name] += time.thread_time() - started.pop(thread, time.thread_time())
-        CALLS[name] += 1
+        figures = COLLECTOR[f"collector, generation {info['generation']}"]
+        figures[0] += 1
+        figures[1] += time.thread_time() - started.pop(thread, time.thread_time())
 
     gc.callbacks.append(collector)
 
@@ -216,14 +195,14 @@ def _message_of(reply: Any, keeps: bool) -> dict[str, Any]:
 async def loop(
     arms: list[str], steps: int, base_url: str, conversations: dict[str, list[Any]], callbacks: Any
 ) -> dict[str, list[float]]:
-    params = {"model": f"deepseek/{MODEL}", "api_base": base_url, "api_key": "k", "tools": TOOLS}
+    params = {"model": MODEL, "api_base": base_url, "api_key": "k", "tools": TOOLS}
     cpu: dict[str, list[float]] = {arm: [] for arm in arms}
     carried = ""
     warm = 3
     for step in range(steps + warm):
         if step == warm:
-            CPU.clear()
-            CALLS.clear()
+            TIMED.clear()
+            COLLECTOR.clear()
         for arm in arms if step % 2 else arms[::-1]:
             litellm.logging_callback_manager._reset_all_callbacks()
             litellm.callbacks = [callbacks[arm]] if arm in callbacks else []
@@ -259,7 +238,7 @@ def main() -> None:
     prefix = f"bench-loop-{uuid.uuid4().hex[:8]}:"
     callbacks = {
         "memory": ReasoningCallback(MemoryStore(max_records=100_000)),
-        "redis": ReasoningCallback(f"{REDIS_URL}?prefix={prefix}&timeout=2"),
+        "redis": ReasoningCallback(f"{REDIS}?prefix={prefix}&timeout=2"),
     }
     history, reasoning = agent_history(options.messages, seed="loop")
     conversations: dict[str, list[Any]] = {}
@@ -271,20 +250,25 @@ def main() -> None:
             prime_store(callbacks[arm], history, reasoning)
             conversations[arm] = list(history)
     try:
-        with upstream_process({MODEL: REPLY}, report=True) as base_url:
+        with upstream_process({MODEL.split("/", 1)[1]: REPLY}, report=True) as base_url:
             cpu = asyncio.run(loop(arms, options.steps, base_url, conversations, callbacks))
     finally:
         litellm.callbacks = []
         callbacks["redis"].store.close()
-        delete_redis_prefix(REDIS_URL, prefix)
+        delete_redis_prefix(REDIS, prefix)
     for arm in arms:
         mean = sum(cpu[arm]) / len(cpu[arm])
         print(f"{arm}: CPU per step median {median(cpu[arm]) * 1e3:.2f} ms, mean {mean * 1e3:.2f}")
         if arm != "keeping" and "keeping" in cpu:
             print(f"  {arm} / keeping: {median(cpu[arm]) / median(cpu['keeping']):.3f}x (medians)")
-    for name in sorted(CPU):
-        per_step = CPU[name] / options.steps * 1e3
-        print(f"  {name:<40} {per_step:7.3f} ms per step ({CALLS[name]} calls)")
+    for name, (calls, seconds, collecting) in sorted(TIMED.items()):
+        per_step, of_it = seconds / options.steps * 1e3, collecting / options.steps * 1e3
+        print(
+            f"  {name:<40} {per_step:7.3f} ms per step, {of_it:.3f} collecting ({calls:.0f} calls)"
+        )
+    for name, (calls, seconds) in sorted(COLLECTOR.items()):
+        per_step = seconds / options.steps * 1e3
+        print(f"  {name:<40} {per_step:7.3f} ms per step ({calls:.0f} collections)")
     if CENSUS_TAKEN[1]:
         taken = CENSUS_TAKEN[1]
         print(f"  census of {taken} young collections, per collection:")

@@ -400,6 +400,13 @@ def render(
     return result
 
 
+def _how_of(fields: Any) -> How:
+    """How a message that carries nothing of its own takes a record whose dialect adds `fields`:
+    merged into a copy, or sent as it is when there are none (the accelerator's `plain_one`
+    derives it alike)."""
+    return _MERGE if fields else _SAME
+
+
 def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
     """The recipe `_decide` makes for a kept message that carries nothing and takes `record`,
     when it was decided for `name` before (`Reasoning._plain`)."""
@@ -408,8 +415,7 @@ def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
         return None
     _, outcome, fields = plain
     sent = None if outcome == _DROPPED else record
-    how = _MERGE if fields else _SAME
-    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], how, dict(fields))
+    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _how_of(fields), dict(fields))
 
 
 def _decide(
@@ -443,7 +449,7 @@ def _decide(
     fields = dialect.plain_fields(reasoning) if own is None else None
     if fields is not None and (bare or carries_nothing(base)):
         # What `render` would do, without its copy and the comparison that finds the fields.
-        how = _MERGE if fields else _SAME
+        how = _how_of(fields)
         if keep and from_store is not None:
             # The decision follows from the record and the dialect alone: kept with the record
             # for the next message that takes it. An int and pairs of strings: tuples the
