@@ -372,9 +372,20 @@ def render(
         ):
             recipe = None
         if recipe is None and by_record and from_store is not None:
-            recipe = _plain_recipe(from_store, name)  # decided for its record before
-            if recipe is not None and recipes is not None:
-                recipes[index] = recipe
+            # Decided for its record before (`Reasoning._plain`): remade from it, no recipe
+            # kept (the accelerator's `plain_one` alike; the next request decides the same).
+            plain = from_store._plain
+            if plain is not None and plain[0] == name:
+                _, outcome, fields = plain
+                if fields:
+                    merged = base.copy()
+                    merged.update(fields)  # (key, value) pairs
+                    out[index] = merged
+                if outcome != _NOTHING:
+                    if outcome == _RESTORED:
+                        kept.append(index)
+                    lists[outcome].append(index)
+                continue
         if recipe is None:
             recipe, rendered = _decide(dialect, base, name, keep, own, from_store, known)
             if recipes is not None:
@@ -405,17 +416,6 @@ def _how_of(fields: Any) -> How:
     merged into a copy, or sent as it is when there are none (the accelerator's `plain_one`
     derives it alike)."""
     return _MERGE if fields else _SAME
-
-
-def _plain_recipe(record: Reasoning, name: str) -> Recipe | None:
-    """The recipe `_decide` makes for a kept message that carries nothing and takes `record`,
-    when it was decided for `name` before (`Reasoning._plain`)."""
-    plain = record._plain
-    if plain is None or plain[0] != name:
-        return None
-    _, outcome, fields = plain
-    sent = None if outcome == _DROPPED else record
-    return Recipe(name, True, None, record, sent, _OUTCOMES[outcome], _how_of(fields), dict(fields))
 
 
 def _decide(
