@@ -193,7 +193,6 @@ class How(IntEnum):
 
 _KEPT, _RESTORED, _STRIPPED, _MISSING, _DROPPED, _NOTHING = Outcome
 _SAME, _MERGE, _COPY, _CALL = How
-_OUTCOMES = tuple(Outcome)
 _IMMUTABLE = (str, int, float, bool, bytes, type(None))
 
 
