@@ -834,6 +834,42 @@ static PyObject *copy(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- sizes */
+
+PyDoc_STRVAR(sizes_doc,
+"sizes(shapes, start, total, overhead) -> list[int]\n\n"
+"The prefix memo's cumulative size estimates of the messages from `start` on, copied by\n"
+"`copy`: for each, `total` plus twice the canonical bytes (`shapes`, bytes) of it and those\n"
+"before it from `start`, plus `overhead` per message (`prefix_cache._spread_sizes`).");
+
+static PyObject *sizes(PyObject *self, PyObject *args) {
+    PyObject *shapes;
+    Py_ssize_t start, total, overhead;
+    if (!PyArg_ParseTuple(args, "O!nnn", &PyList_Type, &shapes, &start, &total, &overhead))
+        return NULL;
+    Py_ssize_t n = PyList_GET_SIZE(shapes);
+    if (start < 0) start = 0;
+    PyObject *out = PyList_New(start < n ? n - start : 0);
+    if (out == NULL) return NULL;
+    long long running = total;
+    for (Py_ssize_t i = start; i < n; i++) {
+        PyObject *shape = PyList_GET_ITEM(shapes, i);
+        if (!PyBytes_Check(shape)) {
+            Py_DECREF(out);
+            PyErr_SetString(PyExc_TypeError, "shapes must be bytes");
+            return NULL;
+        }
+        running += 2 * (long long)PyBytes_GET_SIZE(shape) + overhead;
+        PyObject *value = PyLong_FromLongLong(running);
+        if (value == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i - start, value);
+    }
+    return out;
+}
+
 /* ---------------------------------------------------------------- untrack */
 
 PyDoc_STRVAR(untrack_doc,
@@ -1096,6 +1132,7 @@ static PyMethodDef methods[] = {
     {"keys", keys, METH_VARARGS, keys_doc},
     {"digests", digests, METH_VARARGS, digests_doc},
     {"copy", copy, METH_VARARGS, copy_doc},
+    {"sizes", sizes, METH_VARARGS, sizes_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
     {"replay", replay, METH_VARARGS, replay_doc},
     {"configure", configure, METH_VARARGS, configure_doc},

@@ -294,6 +294,9 @@ def _spread_sizes(sizes: list[int], shapes: list[bytes], start: int, marshalled:
     `marshalled` bytes (-1: not known, taken as their canonical bytes): the batch spread over
     them by their canonical bytes (the estimate bounds memory)."""
     total = sizes[-1] if sizes else 0
+    if marshalled < 0 and NATIVE is not None:
+        sizes.extend(NATIVE.sizes(shapes, start, total, _OVERHEAD))  # the same, in one call
+        return
     lengths = list(map(len, shapes[start:]))
     # its canonical bytes + its copy's share
     weight = 2.0 if marshalled < 0 else 1 + marshalled / max(1, sum(lengths))

@@ -227,6 +227,26 @@ def test_shapes_it_leaves_to_python_are_still_walked(monkeypatch: pytest.MonkeyP
     assert _walked(broken, True, monkeypatch) == _walked(broken, False, monkeypatch)
 
 
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.binary(max_size=3000), max_size=40),
+    st.integers(min_value=0, max_value=45),
+    st.lists(st.integers(min_value=0, max_value=10**12), max_size=2),
+)
+def test_size_estimates_are_pythons(shapes: list[bytes], start: int, earlier: list[int]) -> None:
+    """The memo's size estimates of natively copied messages (`_spread_sizes` with no
+    marshalled bytes): the accelerator's one call gives what Python's iterators give."""
+    native: list[int] = list(earlier)
+    prefix_cache._spread_sizes(native, shapes, start, -1)
+    pure: list[int] = list(earlier)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(prefix_cache, "NATIVE", None)
+        prefix_cache._spread_sizes(pure, shapes, start, -1)
+    assert native == pure
+    assert len(native) == len(earlier) + len(shapes[start:])
+
+
 conversation = st.lists(st.one_of(any_message, st.just("odd")), max_size=10)
 
 
