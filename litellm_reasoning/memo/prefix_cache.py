@@ -130,6 +130,8 @@ class History:
         # In C but for the keys not made yet (an agent loop's newest messages, all of a cold
         # request's: made in one batch).
         found = list(map(self.keys.__getitem__, indices))
+        if found.count(None) == len(found) and type(indices) is list:  # a cold request's: all
+            return dict(zip(indices, self._make_keys(indices), strict=True))
         if None in found:
             missing = [index for index, key in zip(indices, found, strict=True) if key is None]
             made = dict(zip(missing, self._make_keys(missing), strict=True))
