@@ -92,13 +92,6 @@ _encode = made_once(_ENCODER)
 _quote = json.encoder.encode_basestring
 """JSON string literal of a `str` (C), what `_ENCODER` writes for one."""
 
-try:
-    import orjson
-
-    _orjson_dumps: Callable[[Any], bytes] | None = orjson.dumps
-except ImportError:  # optional: the quoting below writes the same bytes
-    _orjson_dumps = None
-
 
 _QUOTED_ROLES = {
     role: _quote(role) for role in ("system", "developer", "user", "assistant", "tool")
@@ -131,7 +124,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
     decided = True
     facts = 0
     if content is None or type(content) is str:
-        text = content or ""
+        parts = "[" + _quote(content) + "]" if content else "[]"
     elif type(content) is list:
         texts = []
         has_text = False
@@ -140,10 +133,10 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
                 return None
             kind = part.get("type")
             if kind == "text":
-                part_text = part.get("text", "")
-                if type(part_text) is not str:
+                text = part.get("text", "")
+                if type(text) is not str:
                     return None
-                texts.append(part_text)
+                texts.append(text)
                 has_text = True
             elif kind not in BLOCK_TYPES:
                 return None
@@ -151,11 +144,12 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
             if TURN_KEY in part:
                 facts |= FACT_TURN
         # only reasoning blocks, or only empty text: no content, as in `_content_parts`
-        text = "".join(texts) if has_text else ""
+        joined = "".join(texts) if has_text else ""
+        parts = "[" + _quote(joined) + "]" if joined else "[]"
     else:
         return None
-    pairs: list[list[str]] = []
     if calls:
+        written = []
         for call in calls:
             if type(call) is not dict:
                 return None
@@ -184,27 +178,18 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
                 facts |= FACT_TURN
             if EXTRAS_KEY in call:
                 facts |= FACT_CALL_EXTRAS
-            pairs.append([identifier, name])
+            written.append(f"[{_quote(identifier)},{_quote(name)}]")
+        tool_calls = "[" + ",".join(written) + "]"
+    else:
+        tool_calls = "[]"
     if not call_id:
-        call_id = ""
-    elif THOUGHT_SEPARATOR in call_id:
-        call_id = call_id.partition(THOUGHT_SEPARATOR)[0]
-    return _written(role or "", text, pairs, call_id), decided, facts
-
-
-def _written(role: str, text: str, pairs: list[list[str]], call_id: str) -> bytes:
-    """`[role, [text] or [], [[id, name], ...], call_id]` as `_ENCODER` writes it: by orjson
-    where it is installed (byte for byte the same for any text it takes; tests compare), else
-    with C string quoting."""
-    if _orjson_dumps is not None:
-        try:
-            return _orjson_dumps([role, [text] if text else [], pairs, call_id])
-        except TypeError:  # orjson's error for a lone surrogate: written below, which raises
-            pass
-    quoted_role = _QUOTED_ROLES.get(role) or _quote(role)
-    parts = "[" + _quote(text) + "]" if text else "[]"
-    tool_calls = "[" + ",".join(f"[{_quote(i)},{_quote(n)}]" for i, n in pairs) + "]"
-    return f"[{quoted_role},{parts},{tool_calls},{_quote(call_id)}]".encode()
+        quoted_id = '""'
+    else:
+        quoted_id = _quote(
+            call_id.partition(THOUGHT_SEPARATOR)[0] if THOUGHT_SEPARATOR in call_id else call_id
+        )
+    quoted_role = (_QUOTED_ROLES.get(role) or _quote(role)) if role else '""'
+    return f"[{quoted_role},{parts},{tool_calls},{quoted_id}]".encode(), decided, facts
 
 
 def canonical(message: Any) -> bytes:
