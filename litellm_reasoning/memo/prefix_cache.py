@@ -556,6 +556,13 @@ class PrefixCache:
         sizes, owns, keys = history.sizes, history.owns, history.keys
         users, assistant, flagged = history.users, history.assistant, history.flagged
         read, chain, own_fields_nothing = identity.read, identity.chain, own_fields_carry_nothing
+        # bound once: five appends per message
+        add_shape, add_digest, add_own, add_bare = (
+            shapes.append,
+            digests.append,
+            owns.append,
+            history.bare.append,
+        )
         for index in range(start, end):
             message = messages[index]
             fast = read(message) if type(message) is dict else None
@@ -591,11 +598,11 @@ class PrefixCache:
                     flagged.append(index)
             if not decided:
                 history.unsure.append(index)
-            shapes.append(shape)
-            digests.append(previous)
-            owns.append(own)
-            keys.append(None)
-            history.bare.append(bare)
+            add_shape(shape)
+            add_digest(previous)
+            add_own(own)
+            add_bare(bare)
+        keys.extend([None] * (end - start))
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""
