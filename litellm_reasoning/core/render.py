@@ -370,27 +370,20 @@ def render(
             )
         ):
             recipe = None
-        if recipe is None and by_record and from_store is not None:
-            # Decided for its record before (`Reasoning._plain`): remade from it, no recipe
-            # kept (the accelerator's `plain_one` alike; the next request decides the same).
-            plain = from_store._plain
-            if plain is not None and plain[0] == name:
-                _, outcome, fields = plain
-                if fields:
-                    merged = base.copy()
-                    merged.update(fields)  # (key, value) pairs
-                    out[index] = merged
-                if outcome != _NOTHING:
-                    if outcome == _RESTORED:
-                        kept.append(index)
-                    lists[outcome].append(index)
-                continue
-        if recipe is None:
+        remade = (
+            _by_plain(base, from_store, name)
+            if recipe is None and by_record and from_store is not None
+            else None
+        )
+        if remade is not None:
+            outcome, out[index] = remade
+        elif recipe is None:
             recipe, rendered = _decide(dialect, base, name, keep, own, from_store, known)
             if recipes is not None:
                 recipes[index] = recipe
             if recipe.how != _SAME:
                 out[index] = rendered
+            outcome = recipe.outcome
         else:
             how = recipe.how
             if how == _MERGE:
@@ -399,7 +392,7 @@ def render(
                 out[index] = {**base, **_fresh(recipe.extra)}
             elif how == _CALL:
                 out[index] = dialect.render(base, recipe.reasoning)
-        outcome = recipe.outcome
+            outcome = recipe.outcome
         if outcome != _NOTHING:
             if outcome == _RESTORED:
                 kept.append(index)
@@ -410,11 +403,21 @@ def render(
     return result
 
 
-def _how_of(fields: Any) -> How:
-    """How a message that carries nothing of its own takes a record whose dialect adds `fields`:
-    merged into a copy, or sent as it is when there are none (the accelerator's `plain_one`
-    derives it alike)."""
-    return _MERGE if fields else _SAME
+def _by_plain(
+    base: dict[str, Any], record: Reasoning, name: str
+) -> tuple[int, dict[str, Any]] | None:
+    """`base` remade by the decision `record` keeps for dialect `name` (`Reasoning._plain`),
+    with its outcome; None where it keeps none for it. No recipe is kept: the next request
+    decides the same (the accelerator's `plain_one` alike)."""
+    plain = record._plain
+    if plain is None or plain[0] != name:
+        return None
+    _, outcome, fields = plain
+    if not fields:
+        return outcome, base
+    merged = base.copy()
+    merged.update(fields)  # (key, value) pairs
+    return outcome, merged
 
 
 def _decide(
@@ -448,7 +451,7 @@ def _decide(
     fields = dialect.plain_fields(reasoning) if own is None else None
     if fields is not None and (bare or carries_nothing(base)):
         # What `render` would do, without its copy and the comparison that finds the fields.
-        how = _how_of(fields)
+        how = _MERGE if fields else _SAME
         if keep and from_store is not None:
             # The decision follows from the record and the dialect alone: kept with the record
             # for the next message that takes it. An int and pairs of strings: tuples the

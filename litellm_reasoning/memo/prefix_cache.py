@@ -167,18 +167,12 @@ class History:
         )
         if None in made:  # all of them without the accelerator; the shapes it leaves to Python
             tool_call_key, position_key = identity.key_makers(self.scope, system)
-            users, has_tool_call_ids = self.users, identity.has_tool_call_ids
             for position, index in enumerate(indices):
                 if made[position] is not None:
                     continue
-                if has_tool_call_ids(messages[index]):
-                    # `anchor(index)`'s user message and offset, without building the anchor
-                    before = bisect_left(users, index)
-                    if before:
-                        user = users[before - 1]
-                        made[position] = tool_call_key(shapes[index], index - user, shapes[user])
-                    else:
-                        made[position] = tool_call_key(shapes[index], index + 1, b"")
+                if identity.has_tool_call_ids(messages[index]):
+                    user, offset, _ = self.anchor(index)
+                    made[position] = tool_call_key(shapes[index], offset, user)
                 else:
                     made[position] = position_key(digests[index])
         keys = self.keys
