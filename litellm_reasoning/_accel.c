@@ -834,6 +834,91 @@ static PyObject *copy(PyObject *self, PyObject *args) {
     Py_RETURN_NONE;
 }
 
+/* ---------------------------------------------------------------- equal_prefix */
+
+PyDoc_STRVAR(equal_prefix_doc,
+"equal_prefix(messages, copies, limit) -> int\n\n"
+"How many leading items of the lists `messages` and `copies` (the memo's copies, `copy`)\n"
+"are equal (`==`), up to `limit`: the index of the first unequal pair, else `limit`. Dicts\n"
+"whose keys stand in the same order, lists and str are compared side by side; anything else\n"
+"(and a dict whose keys stand in another order) by `==` itself, so the answer is `==`'s.\n"
+"Raises what `==` raises.");
+
+/* 1: equal, 0: not, -1: error. `b` is a copy (plain data, `copy_value`), `a` anything. Dict
+   equality looks every key of one up in the other; two dicts parsed from the same JSON hold
+   their keys in the same order, so they are walked side by side instead (no hashing, no probe
+   of the other's table), and handed to `==` where that order differs. */
+static int same_value(PyObject *a, PyObject *b, int depth) {
+    if (a == b) return 1;
+    PyTypeObject *type = Py_TYPE(a);
+    if (type != Py_TYPE(b) || depth > COPY_MAX_DEPTH) return PyObject_RichCompareBool(a, b, Py_EQ);
+    if (type == &PyUnicode_Type) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        int kind = PyUnicode_KIND(a);
+        /* A str is stored in its narrowest kind: equal ones have the same kind. */
+        return n == PyUnicode_GET_LENGTH(b) && kind == (int)PyUnicode_KIND(b) &&
+               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0;
+    }
+    if (type == &PyList_Type) {
+        if (PyList_GET_SIZE(a) != PyList_GET_SIZE(b)) return 0;
+        /* As `list.__eq__`: the sizes read again, the items held while compared (`==` of an
+           item may run Python code that changes the list). */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(a) && i < PyList_GET_SIZE(b); i++) {
+            PyObject *x = PyList_GET_ITEM(a, i), *y = PyList_GET_ITEM(b, i);
+            Py_INCREF(x);
+            Py_INCREF(y);
+            int r = same_value(x, y, depth + 1);
+            Py_DECREF(x);
+            Py_DECREF(y);
+            if (r != 1) return r;
+        }
+        return PyList_GET_SIZE(a) == PyList_GET_SIZE(b);
+    }
+    if (type == &PyDict_Type) {
+        if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0;
+        Py_ssize_t pa = 0, pb = 0;
+        PyObject *ka, *va, *kb, *vb;
+        while (PyDict_Next(a, &pa, &ka, &va)) {
+            if (!PyDict_Next(b, &pb, &kb, &vb)) return PyObject_RichCompareBool(a, b, Py_EQ);
+            if (ka != kb) {
+                if (!PyUnicode_CheckExact(ka) || !PyUnicode_CheckExact(kb) ||
+                    same_value(ka, kb, depth + 1) != 1)
+                    return PyObject_RichCompareBool(a, b, Py_EQ); /* another order */
+            }
+            Py_INCREF(va);
+            Py_INCREF(vb);
+            Py_ssize_t size = PyDict_GET_SIZE(a);
+            int r = same_value(va, vb, depth + 1);
+            Py_DECREF(va);
+            Py_DECREF(vb);
+            if (r != 1) return r;
+            if (PyDict_GET_SIZE(a) != size || PyDict_GET_SIZE(b) != size)
+                return PyObject_RichCompareBool(a, b, Py_EQ); /* changed by `==`: ask again */
+        }
+        return 1;
+    }
+    return PyObject_RichCompareBool(a, b, Py_EQ);
+}
+
+static PyObject *equal_prefix(PyObject *self, PyObject *args) {
+    PyObject *messages, *copies;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyList_Type, &messages, &PyList_Type, &copies, &limit))
+        return NULL;
+    Py_ssize_t i = 0;
+    for (; i < limit && i < PyList_GET_SIZE(messages) && i < PyList_GET_SIZE(copies); i++) {
+        PyObject *a = PyList_GET_ITEM(messages, i), *b = PyList_GET_ITEM(copies, i);
+        Py_INCREF(a);
+        Py_INCREF(b);
+        int r = same_value(a, b, 0);
+        Py_DECREF(a);
+        Py_DECREF(b);
+        if (r < 0) return NULL;
+        if (r == 0) break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 /* ---------------------------------------------------------------- sizes */
 
 PyDoc_STRVAR(sizes_doc,
@@ -1132,6 +1217,7 @@ static PyMethodDef methods[] = {
     {"keys", keys, METH_VARARGS, keys_doc},
     {"digests", digests, METH_VARARGS, digests_doc},
     {"copy", copy, METH_VARARGS, copy_doc},
+    {"equal_prefix", equal_prefix, METH_VARARGS, equal_prefix_doc},
     {"sizes", sizes, METH_VARARGS, sizes_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
     {"replay", replay, METH_VARARGS, replay_doc},

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from bisect import bisect_left
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,7 +26,7 @@ from ..core.reasoning import Reasoning
 from ..core.render import Rendered, effective_turn_start, plan, refused_without, render
 from ..core.targets import Target
 from ..core.turns import mark_deliveries
-from ..memo.prefix_cache import REPLAY, History
+from ..memo.prefix_cache import REPLAY, History, Planned
 from ..wire import get_dialect
 from .calls import BodyPatch, Capture
 from .flows import Flow
@@ -120,14 +121,43 @@ class ChatMessages:
         history = engine.histories.walk(scope, messages)
         owns = history.owns
         turn_start = effective_turn_start(messages, dialect)
-        wanted = plan(
-            messages, dialect, target.policy, owns, history.assistant, turn_start=turn_start
-        )
+        policy = target.policy
+        planned = history.planned
+        if planned is not None and planned.holds_for(dialect, policy, turn_start):
+            # The conversation's earlier request planned its messages for the same target and
+            # turn: its plan of them holds (it depends on nothing after them); only the
+            # messages after them are planned here.
+            start = planned.count
+            assistant = history.assistant
+            tail = plan(
+                messages,
+                dialect,
+                policy,
+                owns,
+                assistant[bisect_left(assistant, start) :],
+                turn_start=turn_start,
+            )
+            wanted = [*planned.wanted, *tail]
+            keys = dict(planned.keys)
+            if tail:
+                keys.update(history.keys_for(tail))
+            before = dict(planned.before)
+        else:
+            tail = wanted = plan(
+                messages, dialect, policy, owns, history.assistant, turn_start=turn_start
+            )
+            keys = history.keys_for(wanted)
+            before = {}
         # The conversation state each looked-up message answered (the digest before it), in C.
-        before_of = map(history.digests.__getitem__, map(_PREVIOUS, wanted))
-        before = dict(zip(wanted, before_of, strict=True))
+        before.update(
+            zip(tail, map(history.digests.__getitem__, map(_PREVIOUS, tail)), strict=True)
+        )
         if 0 in before:  # nothing before the first message
             before[0] = identity.EMPTY_DIGEST
+        # Copies: the lookup re-keys `keys` in place where two conversations share a key.
+        history.planned = Planned(
+            dialect, policy, turn_start, len(messages), wanted, dict(keys), dict(before)
+        )
         required = refused_without(messages, dialect, target.policy, wanted)
         return Request(
             messages,
@@ -135,7 +165,7 @@ class ChatMessages:
             facts.provider,
             facts.model,
             scope,
-            history.keys_for(wanted),
+            keys,
             before,
             history.digest,
             owns,
@@ -168,6 +198,9 @@ class ChatMessages:
             # By place only where the target refuses the request without the record: another
             # conversation's capture at the same place can make a miss wait.
             places=request.place_of if request.required else None,
+            # A request continuing a remembered one: what its read found then (a cold one
+            # fills nothing: the next request checks its records once).
+            checked=history.checked if (history := request.history) and history.reused else None,
         )
 
     def render(

@@ -24,7 +24,7 @@ import marshal
 import operator
 import threading
 from bisect import bisect_left
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
@@ -97,6 +97,13 @@ class History:
     held: list[int] = field(default_factory=list)
     """Cumulative bytes of the reasoning the recipes of `assistant[: len(held)]` hold (restored
     records among it): counted when the history is remembered."""
+    planned: Planned | None = None
+    """The plan the last request of this history was given for its messages (kept while
+    they are all equal), for the next request to extend."""
+    checked: CheckedRecords = field(default_factory=lambda: CheckedRecords([]))
+    """What reads found for its messages filed for this conversation (`CheckedRecords`)."""
+    _counted: int = field(default=0, repr=False)
+    """The bytes `PrefixCache.remember` counted for it (what `_forget` takes back)."""
     _remembered: bool = field(default=False, repr=False)
 
     def lists(self) -> list[Any]:
@@ -123,6 +130,7 @@ class History:
             self.legacy,
             self.bare,
             self.held,
+            self.checked.records,
         ]
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
@@ -167,12 +175,23 @@ class History:
         )
         if None in made:  # all of them without the accelerator; the shapes it leaves to Python
             tool_call_key, position_key = identity.key_makers(self.scope, system)
+            has_ids, anchor_at, users = identity.has_tool_call_ids, identity.anchor_at, self.users
+            # The last user message before each index, walked along the ascending indices
+            # (`anchor` looks it up per index): users[last] < index <= users[last + 1].
+            last, count = -1, len(users)
             for position, index in enumerate(indices):
                 if made[position] is not None:
                     continue
-                if identity.has_tool_call_ids(messages[index]):
-                    user, offset, _ = self.anchor(index)
-                    made[position] = tool_call_key(shapes[index], offset, user)
+                if has_ids(messages[index]):
+                    if last >= 0 and users[last] >= index:  # not ascending: looked up again
+                        last = bisect_left(users, index) - 1
+                    while last + 1 < count and users[last + 1] < index:
+                        last += 1
+                    user = users[last] if last >= 0 else None
+                    shape, offset, _ = anchor_at(
+                        index, user, shapes[user] if user is not None else b"", system
+                    )
+                    made[position] = tool_call_key(shapes[index], offset, shape)
                 else:
                     made[position] = position_key(digests[index])
         keys = self.keys
@@ -231,7 +250,11 @@ class History:
         return self.sizes[-1] if self.sizes else 0
 
     def held_bytes(self) -> int:
-        """What the recipes hold beyond the messages (`held`, brought up to date)."""
+        """What the recipes and the checked records hold beyond the messages (`held`, brought
+        up to date)."""
+        return self._recipes_bytes() + self.checked.held
+
+    def _recipes_bytes(self) -> int:
         held, recipes = self.held, self.recipes
         total = held[-1] if held else 0
         count = len(recipes)
@@ -257,6 +280,47 @@ class History:
 def _reasoning_bytes(record: Reasoning) -> int:
     # Its characters are four per estimated token (worked out once per record), to 3 bytes.
     return record.estimated_tokens * 4 + _OVERHEAD * len(record.parts)
+
+
+def _found_bytes(found: object) -> int:
+    return _reasoning_bytes(found) if type(found) is Reasoning else 0
+
+
+@dataclass(slots=True, frozen=True)
+class Planned:
+    """What a request's plan gave its first `count` messages (`ChatMessages.prepare`): which
+    of them are looked up (`wanted`), under which keys, and the digest before each. It depends
+    only on those messages, the dialect, the policy and where the turn starts, so it holds for
+    a later request whose first `count` messages are equal, for the same three."""
+
+    dialect: object
+    policy: object
+    turn_start: int
+    count: int
+    wanted: list[int]
+    keys: dict[int, str]
+    before: dict[int, str]
+
+    def holds_for(self, dialect: object, policy: object, turn_start: int) -> bool:
+        return dialect is self.dialect and policy is self.policy and turn_start == self.turn_start
+
+
+@dataclass(slots=True)
+class CheckedRecords:
+    """Per message of a history: the record a read found for it and found filed for its
+    conversation, or for none (`Engine._own_conversations`; None: not checked). Kept only
+    while every digest before the message is the history's own, so a request continuing the
+    history reads past that very object (compared by identity, so the record is held: a
+    record's identity outlives it otherwise); `held` estimates the bytes they keep alive."""
+
+    records: list[object]
+    held: int = 0
+
+    def keep(self, indices: Sequence[int], records: Sequence[object]) -> None:
+        """`records[k]` (a record, or `Engine`'s not-found marker) was found for the message at
+        `indices[k]` and checked."""
+        deque(map(self.records.__setitem__, indices, records), maxlen=0)  # in C
+        self.held += sum(map(_found_bytes, records))
 
 
 def _copy(message: Any) -> tuple[Any, int]:
@@ -313,6 +377,11 @@ def _equal_prefix(messages: Sequence[Any], copies: list[Any]) -> int:
     if type(messages) is not list:
         messages = list(messages)
     limit = min(len(messages), len(copies))
+    if NATIVE is not None:
+        try:  # side by side in C: every message up to the first unequal one
+            return NATIVE.equal_prefix(messages, copies, limit)
+        except Exception:  # an object whose `==` raises: nothing is reused
+            return 0
     try:
         # In growing chunks from the start, not the whole prefix at once: another conversation
         # of the scope (a proxy worker holds several) differs within its first messages, and
@@ -402,6 +471,11 @@ class PrefixCache:
             history.bare = earlier.bare[:same]
             history.legacy = earlier.legacy[:same]
             history.held = earlier.held[: len(history.assistant)]
+            if earlier.planned is not None and earlier.planned.count <= same:
+                history.planned = earlier.planned
+            # Only the messages every message before which matched: their digests are these
+            # (the bytes counted for those beyond stay counted: an estimate, never short).
+            history.checked = CheckedRecords(earlier.checked.records[:same], earlier.checked.held)
             for index in history.detailed:
                 # Reasoning holding provider dicts is read again: no object of an earlier
                 # request reaches this one's wire.
@@ -426,6 +500,8 @@ class PrefixCache:
                 # conversations of a key send): walked as new, in the batched path.
                 before = start
         PrefixCache._walk_new(history, max(start, before))
+        checked = history.checked.records
+        checked.extend(repeat(None, len(messages) - len(checked)))
 
     @staticmethod
     def _walk_beside(history: History, earlier: History, start: int, end: int) -> None:
@@ -600,14 +676,20 @@ class PrefixCache:
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""
-        if history._remembered or history.size + history.held_bytes() > self.max_bytes:
+        if history._remembered:
+            return
+        counted = history.size + history.held_bytes()
+        if counted > self.max_bytes:
             return
         history._remembered = True
+        history._counted = counted
         history.messages = ()  # the caller's dicts are not kept alive
         if NATIVE is not None:
             # Long-lived and in no cycle (a recipe refers only to records and fresh values):
             # off the garbage collector's lists, as the copies are (`_accel.copy`).
             NATIVE.untrack(history.recipes)
+            if history.planned is not None:
+                NATIVE.untrack([history.planned.wanted])
         digests = history.digests
         with self._lock:
             kept = []
@@ -620,7 +702,7 @@ class PrefixCache:
                 else:
                     kept.append(earlier)
             kept.insert(0, history)
-            self._bytes += history.size + history.held_bytes()
+            self._bytes += history._counted
             self._count += 1
             self._recency[id(history)] = (history.scope, history)
             while len(kept) > self.per_scope:
@@ -638,7 +720,7 @@ class PrefixCache:
                     del self._scopes[scope]
 
     def _forget(self, history: History) -> None:
-        self._bytes -= history.size + history.held_bytes()
+        self._bytes -= history._counted
         self._count -= 1
         del self._recency[id(history)]
 

@@ -146,6 +146,96 @@ def test_copy_refuses_what_is_not_plain_data() -> None:
     ]
 
 
+def _python_equal_prefix(messages: list[Any], copies: list[Any], limit: int) -> int:
+    """What `==` says: the index of the first unequal pair, else `limit`."""
+    return next((i for i in range(limit) if messages[i] != copies[i]), limit)
+
+
+def _reordered(value: Any) -> Any:
+    """`value` with every dict's keys in reverse order (equal, walked otherwise)."""
+    if type(value) is list:
+        return [_reordered(v) for v in value]
+    if type(value) is dict:
+        return {k: _reordered(value[k]) for k in reversed(list(value))}
+    return value
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(st.dictionaries(st.text(max_size=3), JSON_VALUES, max_size=4), max_size=6),
+    st.data(),
+)
+def test_equal_prefix_is_what_equality_says(messages: list[Any], data: st.DataObject) -> None:
+    """The memo's comparison of a request with the copies of the earlier one (`_equal_prefix`):
+    side by side in C, the answer `==` gives, whatever changed (a value, a type, a key order,
+    a message added or dropped)."""
+    native = accelerator.NATIVE
+    assert native is not None
+    copies = native.copy(messages)
+    assert copies is not None
+    changed = copy.deepcopy(messages)
+    if changed and data.draw(st.booleans(), label="change one message"):
+        at = data.draw(st.integers(0, len(changed) - 1), label="at")
+        how = data.draw(st.sampled_from(["value", "reorder", "bool", "float", "drop", "add"]))
+        target = changed[at]
+        if how == "value":
+            target[data.draw(st.text(max_size=3), label="key")] = data.draw(JSON_VALUES)
+        elif how == "reorder":
+            changed[at] = _reordered(target)
+        elif how == "bool":
+            changed[at] = {k: (True if v == 1 else v) for k, v in target.items()}
+        elif how == "float":
+            changed[at] = {k: (float(v) if type(v) is int else v) for k, v in target.items()}
+        elif how == "drop" and target:
+            del target[next(iter(target))]
+        elif how == "add":
+            target["added"] = data.draw(JSON_VALUES)
+    limit = data.draw(st.integers(0, len(messages)), label="limit")
+    assert native.equal_prefix(changed, copies, limit) == _python_equal_prefix(
+        changed, copies, limit
+    )
+    assert native.equal_prefix(changed, copies, limit) == prefix_cache._equal_prefix(
+        changed[:limit], copies
+    )
+
+
+@needs_native
+def test_equal_prefix_compares_what_is_not_plain_data_by_equality() -> None:
+    """A str or dict subclass, a tuple, a value whose `==` says equal to anything: `==` decides
+    for them; an `==` that raises reaches the caller (`_equal_prefix` then reuses nothing)."""
+    native = accelerator.NATIVE
+    assert native is not None
+
+    class Text(str):
+        pass
+
+    class Anything:
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = object.__hash__
+
+    class Raises:
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("no comparing")
+
+        __hash__ = object.__hash__
+
+    copies = native.copy([{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}])
+    assert copies is not None
+    assert native.equal_prefix([{"role": Text("user"), "content": "hi"}], copies, 1) == 1
+    assert native.equal_prefix([{"role": "user", "content": Anything()}], copies, 1) == 1
+    assert native.equal_prefix([{"role": "user", "content": ("hi",)}], copies, 1) == 0
+    assert native.equal_prefix([{"content": "hi", "role": "user"}], copies, 1) == 1
+    assert native.equal_prefix([{"role": "user", "content": "hi"}, {}], copies, 2) == 1
+    nan = float("nan")
+    assert native.equal_prefix([{"x": [nan]}], native.copy([{"x": [nan]}]) or [], 1) == 1
+    with pytest.raises(RuntimeError, match="no comparing"):
+        native.equal_prefix([{"role": "user", "content": Raises()}], copies, 1)
+    assert prefix_cache._equal_prefix([{"role": "user", "content": Raises()}], copies) == 0
+
+
 def _walked(messages: list[Any], native: bool, monkeypatch: pytest.MonkeyPatch) -> Any:
     """Everything a cold walk of `messages` records but the memo's size estimates (see
     `test_a_real_conversation_walks_the_same`), and every message's key (or the exception both

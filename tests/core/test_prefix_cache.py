@@ -508,7 +508,8 @@ def test_a_walked_historys_lists_are_off_the_collector_with_the_accelerator() ->
             for name in History.__slots__
             if isinstance(value := getattr(history, name), list) and name != "messages"
         }
-        assert len(lists) == 15
+        lists["checked.records"] = history.checked.records
+        assert len(lists) == 16
         assert sorted(map(id, history.lists())) == sorted(map(id, lists.values()))
         tracked = {name: gc.is_tracked(value) for name, value in lists.items()}
         assert tracked == dict.fromkeys(lists, prefix_cache.NATIVE is None)
@@ -540,6 +541,44 @@ def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
     for _ in range(3):  # a request repeating it supersedes it: what it counted is given back
         remembered(held)
     assert held.size == once and len(held) == 1
+
+
+def test_checked_records_count_against_the_cap_and_outlive_only_an_equal_prefix() -> None:
+    """The records a read found and checked for a history's messages (`CheckedRecords`, held
+    so the next request can compare by identity) count against `max_bytes` as recipes' do;
+    a request continuing the history inherits them only for the messages every message before
+    which is equal (their digests are its own), and a remembered history gives back exactly
+    what it counted when it goes."""
+    messages = _loop(10)
+    assistant = assistant_indices(messages)
+    big = {i: Reasoning(parts=(ReasoningPart(text="x" * 100_000),)) for i in assistant}
+    cache = PrefixCache()
+    history = cache.walk(SCOPE, messages)
+    assert history.checked.records == [None] * len(messages) and history.checked.held == 0
+    alone = history.held_bytes()
+    history.checked.keep(assistant, [big[i] for i in assistant])
+    assert history.held_bytes() >= alone + len(assistant) * 100_000
+    cache.remember(history)
+    assert cache.size >= len(assistant) * 100_000
+    capped = PrefixCache(max_bytes=500_000)
+    over = capped.walk(SCOPE, messages)
+    over.checked.keep(assistant, [big[i] for i in assistant])
+    capped.remember(over)
+    assert len(capped) == 0  # over the cap with its records: not kept
+
+    edited = copy.deepcopy(messages)
+    cut = assistant[len(assistant) // 2]
+    edited[cut - 1] = {**edited[cut - 1], "content": "edited"}
+    continued = cache.walk(SCOPE, [*copy.deepcopy(edited), {"role": "user", "content": "more"}])
+    assert continued.reused == cut - 1
+    inherited = continued.checked.records
+    assert len(inherited) == len(edited) + 1
+    assert all(inherited[i] is big[i] for i in assistant if i < cut - 1)
+    assert all(inherited[i] is None for i in range(cut - 1, len(inherited)))
+
+    repeated = cache.walk(SCOPE, copy.deepcopy(messages))
+    cache.remember(repeated)  # supersedes the first: what that one counted is given back
+    assert len(cache) == 1 and cache.size == repeated.size + repeated.held_bytes()
 
 
 def test_many_short_conversations_are_capped_by_count() -> None:
@@ -731,3 +770,57 @@ def test_text_dialects_take_the_plain_path() -> None:
     for name in ("openai_chat", "openai_chat_required", "openai_chat_reasoning", "ollama_chat"):
         assert get_dialect(name).plain_fields(record), name
     assert get_dialect("openai_chat_required").plain_fields(None) == {"reasoning_content": ""}
+
+
+_PLANNED_MODELS = (
+    "deepseek/deepseek-v4-flash",  # every turn looked up, refused without (openai_chat_required)
+    "anthropic/claude-sonnet-4-5",  # the current turn, block order kept (anthropic)
+    "openrouter/openai/gpt-5",  # another dialect and policy
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["call", "call", "user", "edit", "cut", "model"]),
+            st.integers(0, 1_000),
+        ),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_continued_plan_is_the_plan_made_anew(steps: list[tuple[str, int]]) -> None:
+    """A request continuing a remembered one extends its plan (`prefix_cache.Planned`): which
+    messages are looked up, their keys, the digest before each, whether the target refuses
+    without them: all as a process that never saw the conversation plans them, whatever
+    came between (a tool call, a new turn, an edit, a cut, another model)."""
+    remembering = ReasoningCallback().engine
+    messages = _loop(2)
+    model = _PLANNED_MODELS[0]
+    for step, number in steps:
+        if step == "call":
+            messages += _loop(number % 5 + 3)[-3:-1]  # an assistant tool call and its result
+            messages[-2] = copy.deepcopy(messages[-2])
+            messages[-2]["tool_calls"][0]["id"] = f"call_{len(messages)}_{number}"
+            messages[-1] = {**messages[-1], "tool_call_id": f"call_{len(messages)}_{number}"}
+        elif step == "user":
+            messages.append({"role": "user", "content": f"next {number}"})
+        elif step == "edit":
+            at = number % len(messages)
+            messages[at] = {**messages[at], "content": f"edited {number}"}
+        elif step == "cut":
+            messages = messages[: max(1, number % len(messages))]
+        else:
+            model = _PLANNED_MODELS[number % len(_PLANNED_MODELS)]
+        kwargs = {"model": model, "api_key": "k", "tools": [{"type": "function"}]}
+        request = remembering.prepare(remembering.facts_of(kwargs), copy.deepcopy(messages))
+        assert request.history is not None
+        remembering.histories.remember(request.history)
+        anew = ReasoningCallback().engine
+        expected = anew.prepare(anew.facts_of(kwargs), copy.deepcopy(messages))
+        assert request.keys == expected.keys
+        assert list(request.keys) == list(expected.keys)  # the plan's order
+        assert request.before == expected.before
+        assert request.required == expected.required
+        assert request.turn_start == expected.turn_start

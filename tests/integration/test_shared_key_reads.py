@@ -89,3 +89,47 @@ async def test_what_a_request_restores_from_a_key_two_conversations_may_share(
     assert wire[4].get("reasoning_content") == expected
     assert callback.stats["shared_key_own"] == own_reads
     assert callback.stats["shared_key_ambiguous"] == (1 if expected is None else 0)
+
+
+@pytest.mark.parametrize("replaced", [False, True])
+async def test_a_record_read_past_before_is_checked_again_once_another_replaces_it(
+    upstream: Upstream, replaced: bool
+) -> None:
+    """A request continuing a remembered one reads past the very records found and checked
+    for the same messages before (`prefix_cache.CheckedRecords`, compared by identity); a
+    record put under the key since (another conversation's, the key now shared) is a new
+    object and is checked: the conversation's own copy is restored, not theirs."""
+    callback = register(ReasoningCallback())
+    model = f"kimi-k2.6-{uuid.uuid4().hex[:8]}"
+    upstream.script(model, Reply(message={"content": "Done."}))
+    upstream.script(model, Reply(message={"content": "Done again."}))
+    messages = _history("y")
+    params = {"model": f"moonshot/{model}", "api_base": upstream.base_url, "api_key": "k"}
+    try:
+        facts = callback.engine.facts_of({**params, "tools": [TOOL]})
+        request = callback.engine.prepare(facts, messages)
+        key, before = request.keys[4], request.before[4]
+        callback.store.put_many(request.scope, {key: _record("mine at the key", before)})
+        await litellm.acompletion(messages=messages, tools=[TOOL], **params)
+        if replaced:
+            callback.store.put_many(
+                request.scope,
+                {
+                    key: _record("theirs at the key", SHARED + "another conversation"),
+                    exact_key(key, before): _record("my copy", before),
+                },
+            )
+        longer = [
+            *messages,
+            {"role": "assistant", "content": "Done."},
+            {"role": "user", "content": "And?"},
+        ]
+        await litellm.acompletion(messages=longer, tools=[TOOL], **params)
+    finally:
+        litellm.logging_callback_manager._reset_all_callbacks()
+    first, second = (body["messages"] for body in upstream.bodies(model)[-2:])
+    assert first[4]["reasoning_content"] == "mine at the key"
+    assert second[4]["reasoning_content"] == ("my copy" if replaced else "mine at the key")
+    assert callback.stats["shared_key_own"] == (1 if replaced else 0)
+    # the second request continued the first's remembered history (what the memo rides on)
+    assert callback.stats["restored"] == 2
