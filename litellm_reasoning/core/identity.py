@@ -30,7 +30,7 @@ import json.encoder
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .extract import BLOCK_TYPES, THOUGHT_SEPARATOR, split_tool_call_id
+from .extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR, split_tool_call_id
 from .json_once import made_once
 from .turns import TURN_KEY
 
@@ -102,6 +102,15 @@ FACT_TURN = 1
 """`read` found `turn` on a content block, a tool call or its function (not the message's own)."""
 FACT_CALL_EXTRAS = 2
 """`read` found `provider_specific_fields` on a tool call or its function."""
+FACT_ASSISTANT = 4
+"""An assistant message."""
+FACT_USER = 8
+"""A user message."""
+FACT_OWN_FIELDS = 16
+"""An assistant message whose own fields may hold reasoning (`extract.own_fields_carry_nothing`
+is False)."""
+FACT_TURN_KEY = 32
+"""The message carries `turn` itself."""
 
 
 def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
@@ -109,8 +118,9 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
     `(canonical(message), equality_decides(message), facts)`, where `facts` has `FACT_TURN`
     and `FACT_CALL_EXTRAS` set for what its content blocks and tool calls carry (what the turn
     rule strips and what reasoning a tool call may hold: read here so no second pass over the
-    lists is needed). Written with C string quoting: byte for byte what `_general` writes, at a
-    fraction of its cost. None: not such a message."""
+    lists is needed), and the `FACT_` flags of its role, own fields and `turn` (what the prefix
+    cache's walk notes of each message). Written with C string quoting: byte for byte what
+    `_general` writes, at a fraction of its cost. None: not such a message."""
     role = message.get("role")
     content = message.get("content")
     calls = message.get("tool_calls")
@@ -189,6 +199,14 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
             call_id.partition(THOUGHT_SEPARATOR)[0] if THOUGHT_SEPARATOR in call_id else call_id
         )
     quoted_role = (_QUOTED_ROLES.get(role) or _quote(role)) if role else '""'
+    if role == "assistant":
+        facts |= FACT_ASSISTANT
+        if type(content) is list or not message.keys().isdisjoint(CARRIER_KEYS):
+            facts |= FACT_OWN_FIELDS
+    elif role == "user":
+        facts |= FACT_USER
+    if TURN_KEY in message:
+        facts |= FACT_TURN_KEY
     return f"[{quoted_role},{parts},{tool_calls},{quoted_id}]".encode(), decided, facts
 
 

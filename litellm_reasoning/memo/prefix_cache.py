@@ -33,11 +33,11 @@ from typing import Any
 
 from ..accelerator import NATIVE
 from ..core import identity
-from ..core.extract import carries_nothing, own_fields_carry_nothing
+from ..core.extract import carries_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, Replay, _own
-from ..core.turns import TURN_KEY, carries_turn
+from ..core.turns import carries_turn
 from .continuation import best_earlier, equal
 
 REPLAY: Replay | None = NATIVE.replay if NATIVE is not None else None
@@ -321,6 +321,25 @@ class CheckedRecords:
         `indices[k]` and checked."""
         deque(map(self.records.__setitem__, indices, records), maxlen=0)  # in C
         self.held += sum(map(_found_bytes, records))
+
+
+_ASSISTANT, _USER = identity.FACT_ASSISTANT, identity.FACT_USER
+_OWN_FIELDS = identity.FACT_OWN_FIELDS | FACT_CALL_EXTRAS
+"""An assistant message that may carry reasoning (`extract.carries_nothing` is False)."""
+_FLAGGED = identity.FACT_TURN_KEY | FACT_TURN
+"""A message carrying `turn`, itself or on a block, call or function (`turns.carries_turn`)."""
+
+
+def _facts_of(message: Any) -> int:
+    """`identity.read`'s facts of a message it does not read (its own shape), asked of the
+    message itself."""
+    if type(message) is not dict:
+        return 0
+    role = message.get("role")
+    facts = _FLAGGED if carries_turn(message) else 0
+    if role == "assistant":
+        return facts | _ASSISTANT | _OWN_FIELDS  # its reasoning read as it is
+    return facts | _USER if role == "user" else facts
 
 
 def _copy(message: Any) -> tuple[Any, int]:
@@ -623,22 +642,19 @@ class PrefixCache:
         previous = history.digest
         total = history.size
         copies, shapes, digests = history.copies, history.shapes, history.digests
-        sizes, owns, keys = history.sizes, history.owns, history.keys
+        sizes, owns, keys, bare = history.sizes, history.owns, history.keys, history.bare
         users, assistant, flagged = history.users, history.assistant, history.flagged
-        read, chain, own_fields_nothing = identity.read, identity.chain, own_fields_carry_nothing
-        # bound once: five appends per message
-        add_shape, add_digest, add_own, add_bare = (
-            shapes.append,
-            digests.append,
-            owns.append,
-            history.bare.append,
-        )
+        read, chain = identity.read, identity.chain
+        add_shape, add_digest = shapes.append, digests.append  # bound once
+        # Most messages carry no reasoning of their own: made None (and not bare) in one go.
+        owns.extend(repeat(None, end - start))
+        bare.extend(repeat(False, end - start))
         for index in range(start, end):
             message = messages[index]
             fast = read(message) if type(message) is dict else None
             if fast is None:
                 shape, decided = identity.canonical_decided(message)
-                facts = -1  # not known: asked of the message itself
+                facts = _facts_of(message)
             else:
                 shape, decided, facts = fast
             previous = chain(previous, shape)
@@ -647,32 +663,24 @@ class PrefixCache:
                 total += size + len(shape) + _OVERHEAD
                 sizes.append(total)
                 copies.append(copy)
-            own = None
-            bare = False
-            if type(message) is dict:
-                role = message.get("role")
-                if role == "assistant":
-                    assistant.append(index)
-                    # `carries_nothing`, its tool calls read by `read` already
-                    if facts < 0 or facts & FACT_CALL_EXTRAS or not own_fields_nothing(message):
-                        own = _own(message)
-                        if own is not None and any(part.details for part in own.parts):
-                            history.detailed.append(index)
-                    else:
-                        bare = True
-                elif role == "user":
-                    users.append(index)
-                if TURN_KEY in message or (
-                    facts & FACT_TURN if facts >= 0 else carries_turn(message)
-                ):
-                    flagged.append(index)
+            if facts & _ASSISTANT:
+                assistant.append(index)
+                # `carries_nothing`, its tool calls read by `read` already
+                if facts & _OWN_FIELDS:
+                    own = owns[index] = _own(message)
+                    if own is not None and any(part.details for part in own.parts):
+                        history.detailed.append(index)
+                else:
+                    bare[index] = True
+            elif facts & _USER:
+                users.append(index)
+            if facts & _FLAGGED:
+                flagged.append(index)
             if not decided:
                 history.unsure.append(index)
             add_shape(shape)
             add_digest(previous)
-            add_own(own)
-            add_bare(bare)
-        keys.extend([None] * (end - start))
+        keys.extend(repeat(None, end - start))
 
     def remember(self, history: History) -> None:
         """Keep `history` for the next request of its scope (after it was rendered)."""
