@@ -318,9 +318,11 @@ class CheckedRecords:
 
     def keep(self, indices: Sequence[int], records: Sequence[object]) -> None:
         """`records[k]` (a record, or `Engine`'s not-found marker) was found for the message at
-        `indices[k]` and checked."""
-        deque(map(self.records.__setitem__, indices, records), maxlen=0)  # in C
-        self.held += sum(map(_found_bytes, records))
+        `indices[k]` and checked (replacing what was kept for it: its bytes no longer held)."""
+        kept = self.records
+        replaced = sum(map(_found_bytes, map(kept.__getitem__, indices)))
+        deque(map(kept.__setitem__, indices, records), maxlen=0)  # in C
+        self.held += sum(map(_found_bytes, records)) - replaced
 
 
 _ASSISTANT, _USER = identity.FACT_ASSISTANT, identity.FACT_USER

@@ -558,6 +558,12 @@ def test_checked_records_count_against_the_cap_and_outlive_only_an_equal_prefix(
     alone = history.held_bytes()
     history.checked.keep(assistant, [big[i] for i in assistant])
     assert history.held_bytes() >= alone + len(assistant) * 100_000
+    counted = history.held_bytes()
+    for _ in range(3):  # the same messages' records found again as new objects: not added up
+        again = {i: Reasoning(parts=(ReasoningPart(text="x" * 100_000),)) for i in assistant}
+        history.checked.keep(assistant, [again[i] for i in assistant])
+    assert history.held_bytes() == counted
+    history.checked.keep(assistant, [big[i] for i in assistant])
     cache.remember(history)
     assert cache.size >= len(assistant) * 100_000
     capped = PrefixCache(max_bytes=500_000)
