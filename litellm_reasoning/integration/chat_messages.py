@@ -198,9 +198,6 @@ class ChatMessages:
             # By place only where the target refuses the request without the record: another
             # conversation's capture at the same place can make a miss wait.
             places=request.place_of if request.required else None,
-            # A request continuing a remembered one: what its read found then (a cold one
-            # fills nothing: the next request checks its records once).
-            checked=history.checked if (history := request.history) and history.reused else None,
         )
 
     def render(

@@ -9,8 +9,8 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress, repeat
-from operator import attrgetter, is_not
+from itertools import repeat
+from operator import attrgetter
 from typing import Any
 
 from ..core import identity
@@ -28,7 +28,7 @@ from ..core.targets import Override, Target, resolve_target
 from ..memo.chain_digests import ChainDigests
 from ..memo.learned import LearnedPolicies
 from ..memo.pending import PendingCaptures
-from ..memo.prefix_cache import CheckedRecords, PrefixCache
+from ..memo.prefix_cache import PrefixCache
 from ..memo.refused import RefusedRecords
 from ..memo.targets import TargetCache
 from ..memo.token_counts import TokenMemo
@@ -177,7 +177,6 @@ class Engine:
         legacy: Callable[[Sequence[int]], Mapping[int, tuple[str, ...]]] | None = None,
         required: bool = False,
         places: Callable[[int], str | None] | None = None,
-        checked: CheckedRecords | None = None,
     ) -> Flow[dict[str, Reasoning]]:
         """The stored records of `keys` (then, for the ones missing, of their `legacy` keys),
         waiting (at most `capture_wait_seconds`) for a capture still running for a reply they
@@ -189,7 +188,7 @@ class Engine:
         is also found when no conversation state in `before` names it (a history cut at its
         head), asked only for the messages the read missed. A message under a tool-call key
         two conversations wrote is re-keyed in `keys` to its conversation's own copy
-        (`shared_keys`): the record found there, or none. `checked`: see `Plan.checked`."""
+        (`shared_keys`): the record found there, or none."""
         if not keys:
             return {}
         if required:
@@ -239,7 +238,7 @@ class Engine:
             open_before = self.pending.open_among(scope, before.values())
             closes_before = self.pending.closes
             found.update((yield Read(scope, missing, required)))
-        yield from self._own_conversations(scope, keys, before, found, required, checked)
+        yield from self._own_conversations(scope, keys, before, found, required)
         return found
 
     def _closed_since(
@@ -280,51 +279,28 @@ class Engine:
         before: Mapping[int, str],
         found: dict[str, Reasoning],
         required: bool,
-        checked: CheckedRecords | None = None,
     ) -> Flow[None]:
         """Messages whose tool-call key two conversations wrote: re-keyed to their own
         conversation's copy (`shared_keys.exact_key`), found or not (then nothing is restored:
         a history cut at its head cannot tell whose record it would be). A record of another
         conversation alone under the key is read past too where this conversation's copy
-        exists (the mark was evicted before it). `checked` (`Plan.checked`): the very records
-        found for the same messages before are not looked at again (in an agent loop, all but
-        the newest), and the ones found filed for this conversation now are added to it."""
-        indices: Sequence[int] = list(keys)
-        records = list(map(found.get, keys.values(), _MISSES))
-        if checked is not None:
-            try:
-                # In C, by identity: no record is read, only which object the read found
-                # (looking into each record and its conversation's text is what costs here).
-                earlier = map(checked.records.__getitem__, keys)
-                fresh = list(compress(indices, map(is_not, records, earlier)))
-            except IndexError:  # an item the memo's history does not have
-                checked = None
-            else:
-                if not fresh:
-                    return
-                if len(fresh) < len(indices):
-                    indices = fresh
-                    records = list(map(found.get, map(keys.__getitem__, fresh), _MISSES))
-        # Each record's conversation beside the message's, in C: the common case is every
-        # record filed for its own conversation (or for none), so nothing is left to look at.
-        held_by = list(map(_CONVERSATION_OF, records))
-        befores = list(map(before.get, indices))
+        exists (the mark was evicted before it)."""
         exact: dict[int, str] = {}
         other: set[int] = set()
-        if held_by != befores:
-            for i, held, conversation in zip(indices, held_by, befores, strict=True):
-                if held is None or conversation is None or held == conversation:
-                    continue  # not found, filed for no conversation, or for this one
-                how = reading(held, conversation)
-                if how is not Reading.RESTORE:
-                    exact[i] = exact_key(keys[i], conversation)
-                    if how is Reading.OTHER:
-                        other.add(i)
-        if checked is not None:  # what is read past now is read past next time (in C)
-            if exact:  # re-keyed: checked again next time
-                kept = [(i, r) for i, r in zip(indices, records, strict=True) if i not in exact]
-                indices, records = [i for i, _ in kept], [r for _, r in kept]
-            checked.keep(indices, records)
+        # Each record's conversation beside the message's, in C: the common case is every
+        # record filed for its own conversation (or for none), so nothing is left to look at.
+        held_by = list(map(_CONVERSATION_OF, map(found.get, keys.values(), repeat(_NOT_FOUND))))
+        befores = list(map(before.get, keys))
+        if held_by == befores:
+            return
+        for i, key, held, conversation in zip(keys, keys.values(), held_by, befores, strict=True):
+            if held is None or conversation is None or held == conversation:
+                continue  # not found, filed for no conversation, or for this one
+            how = reading(held, conversation)
+            if how is not Reading.RESTORE:
+                exact[i] = exact_key(key, conversation)
+                if how is Reading.OTHER:
+                    other.add(i)
         if not exact:
             return
         copies = yield Read(scope, sorted(set(exact.values())), required)
@@ -429,7 +405,6 @@ class Engine:
                 required=plan.required,
                 places=plan.places,
                 budgeted=plan.budgeted,
-                checked=plan.checked,
             )
         )
 
@@ -458,7 +433,6 @@ class Engine:
         required: bool = False,
         places: Callable[[int], str | None] | None = None,
         budgeted: Collection[int] | None = None,
-        checked: CheckedRecords | None = None,
     ) -> Flow[tuple[Mapping[str, Reasoning], dict[int, int]]]:
         """The one store read of a request of any format (chat messages, block messages, input
         items): the records `max_reasoning_tokens` leaves out whatever the rest holds are
@@ -468,8 +442,7 @@ class Engine:
         the lookup re-keyed a message (two conversations share its key). Returns (records by
         key, unread index -> estimated tokens). `own_tokens`: the tokens of the reasoning the
         client's messages carry and the policy keeps (asked only when the sizes are known);
-        `budgeted`: the indices whose records the budget may leave unread (None: all);
-        `checked`: see `Plan.checked`."""
+        `budgeted`: the indices whose records the budget may leave unread (None: all)."""
         unread: dict[int, int] = {}
         budget = self.max_reasoning_tokens
         if budget is not None and budget_may_drop and keys and min(keys) <= start:
@@ -485,7 +458,6 @@ class Engine:
             legacy,
             required,
             places,
-            checked,
         )
         if to_read is not keys:  # re-keyed where two conversations share a key
             keys.update(to_read)
@@ -579,8 +551,6 @@ class _NotFound:
 _NOT_FOUND = _NotFound()
 """What `_own_conversations` reads for a key the read did not find: no conversation."""
 _CONVERSATION_OF = attrgetter("conversation")
-_MISSES = repeat(_NOT_FOUND)
-"""`found.get`'s default, for `map`."""
 
 
 def _unsettled(

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
-from ..memo.prefix_cache import CheckedRecords
 from .calls import BodyPatch, CallState, Capture
 from .flows import Flow
 
@@ -54,10 +53,6 @@ class Plan(Generic[DetailT]):
     """The target refuses the request without the records looked up."""
     places: Callable[[int], str | None] | None = None
     budgeted: Collection[int] | None = None
-    checked: CheckedRecords | None = None
-    """What earlier reads found for the items and found filed for this conversation, read past
-    by identity and kept up to date (`Engine._own_conversations`). None: none kept (a request
-    nothing remembered)."""
 
 
 @dataclass(slots=True)

@@ -24,7 +24,7 @@ import marshal
 import operator
 import threading
 from bisect import bisect_left
-from collections import OrderedDict, deque
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
@@ -100,8 +100,6 @@ class History:
     planned: Planned | None = None
     """The plan the last request of this history was given for its messages (kept while
     they are all equal), for the next request to extend."""
-    checked: CheckedRecords = field(default_factory=lambda: CheckedRecords([]))
-    """What reads found for its messages filed for this conversation (`CheckedRecords`)."""
     _counted: int = field(default=0, repr=False)
     """The bytes `PrefixCache.remember` counted for it (what `_forget` takes back)."""
     _remembered: bool = field(default=False, repr=False)
@@ -130,7 +128,6 @@ class History:
             self.legacy,
             self.bare,
             self.held,
-            self.checked.records,
         ]
 
     def keys_for(self, indices: Sequence[int]) -> dict[int, str]:
@@ -250,11 +247,7 @@ class History:
         return self.sizes[-1] if self.sizes else 0
 
     def held_bytes(self) -> int:
-        """What the recipes and the checked records hold beyond the messages (`held`, brought
-        up to date)."""
-        return self._recipes_bytes() + self.checked.held
-
-    def _recipes_bytes(self) -> int:
+        """What the recipes hold beyond the messages (`held`, brought up to date)."""
         held, recipes = self.held, self.recipes
         total = held[-1] if held else 0
         count = len(recipes)
@@ -282,10 +275,6 @@ def _reasoning_bytes(record: Reasoning) -> int:
     return record.estimated_tokens * 4 + _OVERHEAD * len(record.parts)
 
 
-def _found_bytes(found: object) -> int:
-    return _reasoning_bytes(found) if type(found) is Reasoning else 0
-
-
 @dataclass(slots=True, frozen=True)
 class Planned:
     """What a request's plan gave its first `count` messages (`ChatMessages.prepare`): which
@@ -303,26 +292,6 @@ class Planned:
 
     def holds_for(self, dialect: object, policy: object, turn_start: int) -> bool:
         return dialect is self.dialect and policy is self.policy and turn_start == self.turn_start
-
-
-@dataclass(slots=True)
-class CheckedRecords:
-    """Per message of a history: the record a read found for it and found filed for its
-    conversation, or for none (`Engine._own_conversations`; None: not checked). Kept only
-    while every digest before the message is the history's own, so a request continuing the
-    history reads past that very object (compared by identity, so the record is held: a
-    record's identity outlives it otherwise); `held` estimates the bytes they keep alive."""
-
-    records: list[object]
-    held: int = 0
-
-    def keep(self, indices: Sequence[int], records: Sequence[object]) -> None:
-        """`records[k]` (a record, or `Engine`'s not-found marker) was found for the message at
-        `indices[k]` and checked (replacing what was kept for it: its bytes no longer held)."""
-        kept = self.records
-        replaced = sum(map(_found_bytes, map(kept.__getitem__, indices)))
-        deque(map(kept.__setitem__, indices, records), maxlen=0)  # in C
-        self.held += sum(map(_found_bytes, records)) - replaced
 
 
 _ASSISTANT, _USER = identity.FACT_ASSISTANT, identity.FACT_USER
@@ -494,9 +463,6 @@ class PrefixCache:
             history.held = earlier.held[: len(history.assistant)]
             if earlier.planned is not None and earlier.planned.count <= same:
                 history.planned = earlier.planned
-            # Only the messages every message before which matched: their digests are these
-            # (the bytes counted for those beyond stay counted: an estimate, never short).
-            history.checked = CheckedRecords(earlier.checked.records[:same], earlier.checked.held)
             for index in history.detailed:
                 # Reasoning holding provider dicts is read again: no object of an earlier
                 # request reaches this one's wire.
@@ -521,8 +487,6 @@ class PrefixCache:
                 # conversations of a key send): walked as new, in the batched path.
                 before = start
         PrefixCache._walk_new(history, max(start, before))
-        checked = history.checked.records
-        checked.extend(repeat(None, len(messages) - len(checked)))
 
     @staticmethod
     def _walk_beside(history: History, earlier: History, start: int, end: int) -> None:

@@ -508,8 +508,7 @@ def test_a_walked_historys_lists_are_off_the_collector_with_the_accelerator() ->
             for name in History.__slots__
             if isinstance(value := getattr(history, name), list) and name != "messages"
         }
-        lists["checked.records"] = history.checked.records
-        assert len(lists) == 16
+        assert len(lists) == 15
         assert sorted(map(id, history.lists())) == sorted(map(id, lists.values()))
         tracked = {name: gc.is_tracked(value) for name, value in lists.items()}
         assert tracked == dict.fromkeys(lists, prefix_cache.NATIVE is None)
@@ -541,50 +540,6 @@ def test_restored_records_the_recipes_hold_count_against_the_cap() -> None:
     for _ in range(3):  # a request repeating it supersedes it: what it counted is given back
         remembered(held)
     assert held.size == once and len(held) == 1
-
-
-def test_checked_records_count_against_the_cap_and_outlive_only_an_equal_prefix() -> None:
-    """The records a read found and checked for a history's messages (`CheckedRecords`, held
-    so the next request can compare by identity) count against `max_bytes` as recipes' do;
-    a request continuing the history inherits them only for the messages every message before
-    which is equal (their digests are its own), and a remembered history gives back exactly
-    what it counted when it goes."""
-    messages = _loop(10)
-    assistant = assistant_indices(messages)
-    big = {i: Reasoning(parts=(ReasoningPart(text="x" * 100_000),)) for i in assistant}
-    cache = PrefixCache()
-    history = cache.walk(SCOPE, messages)
-    assert history.checked.records == [None] * len(messages) and history.checked.held == 0
-    alone = history.held_bytes()
-    history.checked.keep(assistant, [big[i] for i in assistant])
-    assert history.held_bytes() >= alone + len(assistant) * 100_000
-    counted = history.held_bytes()
-    for _ in range(3):  # the same messages' records found again as new objects: not added up
-        again = {i: Reasoning(parts=(ReasoningPart(text="x" * 100_000),)) for i in assistant}
-        history.checked.keep(assistant, [again[i] for i in assistant])
-    assert history.held_bytes() == counted
-    history.checked.keep(assistant, [big[i] for i in assistant])
-    cache.remember(history)
-    assert cache.size >= len(assistant) * 100_000
-    capped = PrefixCache(max_bytes=500_000)
-    over = capped.walk(SCOPE, messages)
-    over.checked.keep(assistant, [big[i] for i in assistant])
-    capped.remember(over)
-    assert len(capped) == 0  # over the cap with its records: not kept
-
-    edited = copy.deepcopy(messages)
-    cut = assistant[len(assistant) // 2]
-    edited[cut - 1] = {**edited[cut - 1], "content": "edited"}
-    continued = cache.walk(SCOPE, [*copy.deepcopy(edited), {"role": "user", "content": "more"}])
-    assert continued.reused == cut - 1
-    inherited = continued.checked.records
-    assert len(inherited) == len(edited) + 1
-    assert all(inherited[i] is big[i] for i in assistant if i < cut - 1)
-    assert all(inherited[i] is None for i in range(cut - 1, len(inherited)))
-
-    repeated = cache.walk(SCOPE, copy.deepcopy(messages))
-    cache.remember(repeated)  # supersedes the first: what that one counted is given back
-    assert len(cache) == 1 and cache.size == repeated.size + repeated.held_bytes()
 
 
 def test_many_short_conversations_are_capped_by_count() -> None:

@@ -92,13 +92,13 @@ async def test_what_a_request_restores_from_a_key_two_conversations_may_share(
 
 
 @pytest.mark.parametrize("replaced", [False, True])
-async def test_a_record_read_past_before_is_checked_again_once_another_replaces_it(
+async def test_a_continued_request_checks_a_record_put_under_its_key_since(
     upstream: Upstream, replaced: bool
 ) -> None:
-    """A request continuing a remembered one reads past the very records found and checked
-    for the same messages before (`prefix_cache.CheckedRecords`, compared by identity); a
-    record put under the key since (another conversation's, the key now shared) is a new
-    object and is checked: the conversation's own copy is restored, not theirs."""
+    """A request continuing a remembered one (its walk, keys and plan reused from the memo)
+    still checks every record its read finds: one put under the key since (another
+    conversation's, the key now shared) is read past to the conversation's own copy, not
+    restored."""
     callback = register(ReasoningCallback())
     model = f"kimi-k2.6-{uuid.uuid4().hex[:8]}"
     upstream.script(model, Reply(message={"content": "Done."}))
