@@ -30,7 +30,12 @@ import json.encoder
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR, split_tool_call_id
+from .extract import (
+    BLOCK_TYPES,
+    THOUGHT_SEPARATOR,
+    own_fields_carry_nothing,
+    split_tool_call_id,
+)
 from .json_once import made_once
 from .turns import TURN_KEY
 
@@ -201,7 +206,7 @@ def read(message: dict[str, Any]) -> tuple[bytes, bool, int] | None:
     quoted_role = (_QUOTED_ROLES.get(role) or _quote(role)) if role else '""'
     if role == "assistant":
         facts |= FACT_ASSISTANT
-        if type(content) is list or not message.keys().isdisjoint(CARRIER_KEYS):
+        if not own_fields_carry_nothing(message):
             facts |= FACT_OWN_FIELDS
     elif role == "user":
         facts |= FACT_USER

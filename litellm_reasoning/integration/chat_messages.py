@@ -158,7 +158,7 @@ class ChatMessages:
         history.planned = Planned(
             dialect, policy, turn_start, len(messages), wanted, dict(keys), dict(before)
         )
-        required = refused_without(messages, dialect, target.policy, wanted)
+        required = refused_without(messages, dialect, policy, wanted)
         return Request(
             messages,
             target,

@@ -33,8 +33,10 @@ from typing import Any
 
 from ..accelerator import NATIVE
 from ..core import identity
+from ..core.dialect import Dialect
 from ..core.extract import carries_nothing
 from ..core.identity import FACT_CALL_EXTRAS, FACT_TURN
+from ..core.policy import TurnPolicy
 from ..core.reasoning import Reasoning
 from ..core.render import Recipe, Replay, _own
 from ..core.turns import carries_turn
@@ -172,23 +174,12 @@ class History:
         )
         if None in made:  # all of them without the accelerator; the shapes it leaves to Python
             tool_call_key, position_key = identity.key_makers(self.scope, system)
-            has_ids, anchor_at, users = identity.has_tool_call_ids, identity.anchor_at, self.users
-            # The last user message before each index, walked along the ascending indices
-            # (`anchor` looks it up per index): users[last] < index <= users[last + 1].
-            last, count = -1, len(users)
             for position, index in enumerate(indices):
                 if made[position] is not None:
                     continue
-                if has_ids(messages[index]):
-                    if last >= 0 and users[last] >= index:  # not ascending: looked up again
-                        last = bisect_left(users, index) - 1
-                    while last + 1 < count and users[last + 1] < index:
-                        last += 1
-                    user = users[last] if last >= 0 else None
-                    shape, offset, _ = anchor_at(
-                        index, user, shapes[user] if user is not None else b"", system
-                    )
-                    made[position] = tool_call_key(shapes[index], offset, shape)
+                if identity.has_tool_call_ids(messages[index]):
+                    user, offset, _ = self.anchor(index)
+                    made[position] = tool_call_key(shapes[index], offset, user)
                 else:
                     made[position] = position_key(digests[index])
         keys = self.keys
@@ -282,15 +273,15 @@ class Planned:
     only on those messages, the dialect, the policy and where the turn starts, so it holds for
     a later request whose first `count` messages are equal, for the same three."""
 
-    dialect: object
-    policy: object
+    dialect: Dialect
+    policy: TurnPolicy
     turn_start: int
     count: int
     wanted: list[int]
     keys: dict[int, str]
     before: dict[int, str]
 
-    def holds_for(self, dialect: object, policy: object, turn_start: int) -> bool:
+    def holds_for(self, dialect: Dialect, policy: TurnPolicy, turn_start: int) -> bool:
         return dialect is self.dialect and policy is self.policy and turn_start == self.turn_start
 
 

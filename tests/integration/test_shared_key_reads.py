@@ -38,6 +38,28 @@ def _history(name: str) -> list[dict[str, Any]]:
     ]
 
 
+def _conversation(
+    upstream: Upstream, name: str, *replies: str
+) -> tuple[ReasoningCallback, str, list[dict[str, Any]], dict[str, Any]]:
+    """A registered callback, a Kimi model of its own scripted with `replies`, the history
+    about `name` and the call's parameters."""
+    callback = register(ReasoningCallback())
+    model = f"kimi-k2.6-{uuid.uuid4().hex[:8]}"
+    for reply in replies:
+        upstream.script(model, Reply(message={"content": reply}))
+    params = {"model": f"moonshot/{model}", "api_base": upstream.base_url, "api_key": "k"}
+    return callback, model, _history(name), params
+
+
+def _tool_call_key(
+    callback: ReasoningCallback, messages: list[dict[str, Any]], params: dict[str, Any]
+) -> tuple[str, str, str]:
+    """(scope, key, digest before it) of the history's tool-call message, as the call files it."""
+    facts = callback.engine.facts_of({**params, "tools": [TOOL]})
+    request = callback.engine.prepare(facts, messages)
+    return request.scope, request.keys[4], request.before[4]
+
+
 def _record(text: str, conversation: str) -> Reasoning:
     return dataclasses.replace(
         Reasoning.from_text(text, provider="moonshot"), conversation=conversation
@@ -63,15 +85,9 @@ def _record(text: str, conversation: str) -> Reasoning:
 async def test_what_a_request_restores_from_a_key_two_conversations_may_share(
     upstream: Upstream, held: str, own_copy: bool, expected: str | None, own_reads: int
 ) -> None:
-    callback = register(ReasoningCallback())
-    model = f"kimi-k2.6-{uuid.uuid4().hex[:8]}"
-    upstream.script(model, Reply(message={"content": "Done."}))
-    messages = _history("z")
-    params = {"model": f"moonshot/{model}", "api_base": upstream.base_url, "api_key": "k"}
+    callback, model, messages, params = _conversation(upstream, "z", "Done.")
     try:
-        facts = callback.engine.facts_of({**params, "tools": [TOOL]})
-        request = callback.engine.prepare(facts, messages)
-        key, before = request.keys[4], request.before[4]
+        scope, key, before = _tool_call_key(callback, messages, params)
         under_key = {
             "mine": _record("mine at the key", SHARED + before),
             "shared": _record("theirs at the key", SHARED + "another conversation"),
@@ -81,7 +97,7 @@ async def test_what_a_request_restores_from_a_key_two_conversations_may_share(
         if own_copy:
             records[exact_key(key, before)] = _record("my copy", before)
         for name, record in records.items():  # each where the test puts it
-            callback.store.put_many(request.scope, {name: record})
+            callback.store.put_many(scope, {name: record})
         await litellm.acompletion(messages=messages, tools=[TOOL], **params)
     finally:
         litellm.logging_callback_manager._reset_all_callbacks()
@@ -99,21 +115,14 @@ async def test_a_continued_request_checks_a_record_put_under_its_key_since(
     still checks every record its read finds: one put under the key since (another
     conversation's, the key now shared) is read past to the conversation's own copy, not
     restored."""
-    callback = register(ReasoningCallback())
-    model = f"kimi-k2.6-{uuid.uuid4().hex[:8]}"
-    upstream.script(model, Reply(message={"content": "Done."}))
-    upstream.script(model, Reply(message={"content": "Done again."}))
-    messages = _history("y")
-    params = {"model": f"moonshot/{model}", "api_base": upstream.base_url, "api_key": "k"}
+    callback, model, messages, params = _conversation(upstream, "y", "Done.", "Done again.")
     try:
-        facts = callback.engine.facts_of({**params, "tools": [TOOL]})
-        request = callback.engine.prepare(facts, messages)
-        key, before = request.keys[4], request.before[4]
-        callback.store.put_many(request.scope, {key: _record("mine at the key", before)})
+        scope, key, before = _tool_call_key(callback, messages, params)
+        callback.store.put_many(scope, {key: _record("mine at the key", before)})
         await litellm.acompletion(messages=messages, tools=[TOOL], **params)
         if replaced:
             callback.store.put_many(
-                request.scope,
+                scope,
                 {
                     key: _record("theirs at the key", SHARED + "another conversation"),
                     exact_key(key, before): _record("my copy", before),
@@ -131,5 +140,5 @@ async def test_a_continued_request_checks_a_record_put_under_its_key_since(
     assert first[4]["reasoning_content"] == "mine at the key"
     assert second[4]["reasoning_content"] == ("my copy" if replaced else "mine at the key")
     assert callback.stats["shared_key_own"] == (1 if replaced else 0)
-    # the second request continued the first's remembered history (what the memo rides on)
+    # each request restored the tool-call message's reasoning once
     assert callback.stats["restored"] == 2
