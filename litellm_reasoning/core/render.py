@@ -67,10 +67,13 @@ def assistant_indices(messages: Sequence[Any]) -> list[int]:
     ]
 
 
-def effective_turn_start(messages: Sequence[Any], dialect: Dialect) -> int:
+def effective_turn_start(
+    messages: Sequence[Any], dialect: Dialect, among: Sequence[Sequence[int]] | None = None
+) -> int:
     """The turn rule's start, moved back where the target's own validity rule requires more
-    (Claude's open tool loop). A provider rule only ever adds to the current turn."""
-    start = current_turn_start(messages)
+    (Claude's open tool loop). A provider rule only ever adds to the current turn. `among`: as
+    for `current_turn_start`."""
+    start = current_turn_start(messages, among)
     loop = dialect.validity_start(messages)
     if loop is not None and loop <= start:
         return loop - 1

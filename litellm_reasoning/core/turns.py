@@ -35,15 +35,30 @@ def starts_turn(message: Any) -> bool:
     )
 
 
-def current_turn_start(messages: Sequence[Any]) -> int:
+def current_turn_start(
+    messages: Sequence[Any], among: Sequence[Sequence[int]] | None = None
+) -> int:
     """Index of the message that starts the current turn, or -1 when none does.
 
     With -1 every message belongs to the current turn (a history that no user message opened).
+    `among`: lists of indices, each ascending, that together hold every user message dict (a
+    walk's user messages): only those are asked, so a long tool loop after one user message
+    costs a step, not a pass over the history.
     """
-    for index in range(len(messages) - 1, -1, -1):
-        if starts_turn(messages[index]):
-            return index
-    return -1
+    if among is None:
+        for index in range(len(messages) - 1, -1, -1):
+            if starts_turn(messages[index]):
+                return index
+        return -1
+    start = -1
+    for indices in among:
+        for index in reversed(indices):
+            if index <= start:
+                break
+            if starts_turn(messages[index]):
+                start = index
+                break
+    return start
 
 
 def without_turn(items: Sequence[Any]) -> list[Any]:

@@ -120,7 +120,8 @@ class ChatMessages:
         # the digests name this call's reply and the lookups.
         history = engine.histories.walk(scope, messages)
         owns = history.owns
-        turn_start = effective_turn_start(messages, dialect)
+        # Asked of the user messages the walk found: not a pass over a long tool loop.
+        turn_start = effective_turn_start(messages, dialect, (history.users,))
         policy = target.policy
         planned = history.planned
         if planned is not None and planned.holds_for(dialect, policy, turn_start):

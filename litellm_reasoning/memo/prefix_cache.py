@@ -87,7 +87,8 @@ class History:
     reused: int = 0
     """How many leading messages were found equal to the earlier request's."""
     users: list[int] = field(default_factory=list)
-    """Indices of the user messages (what tool-call keys are anchored to)."""
+    """Indices of the user message dicts (what tool-call keys are anchored to, and where the
+    turn rule looks: `turns.current_turn_start`'s `among`)."""
     legacy: list[tuple[str, ...] | None] = field(default_factory=list)
     """Earlier releases' keys of each message (`identity.previous_tool_call_keys`), filled in
     when first asked for (empty: none)."""
@@ -294,8 +295,9 @@ _FLAGGED = identity.FACT_TURN_KEY | FACT_TURN
 
 def _facts_of(message: Any) -> int:
     """`identity.read`'s facts of a message it does not read (its own shape), asked of the
-    message itself."""
-    if type(message) is not dict:
+    message itself: a dict of a subclass too (an assistant message rendered, a user message
+    anchoring, as `identity.key_at` and `render` see them)."""
+    if not isinstance(message, dict):
         return 0
     role = message.get("role")
     facts = _FLAGGED if carries_turn(message) else 0

@@ -72,6 +72,24 @@ class TestTurnRule:
         assert current_turn_start([*msgs, {"role": "user"}]) == 4
         assert current_turn_start([{"role": "assistant"}]) == -1
 
+    def test_current_turn_start_among_the_user_messages(self) -> None:
+        """Asked only where user messages stand (a walk's list, or several): the same start."""
+        msgs = [
+            {"role": "user"},
+            {"role": "assistant"},
+            {"role": "user", "turn": False},
+            {"role": "tool"},
+            {"role": "user"},
+            {"role": "assistant"},
+            {"role": "user", "turn": False},
+        ]
+        assert current_turn_start(msgs, ([0, 2, 4, 6],)) == 4 == current_turn_start(msgs)
+        assert current_turn_start(msgs, ([0, 2], [4, 6])) == 4
+        assert current_turn_start(msgs, ([4], [0, 2, 6])) == 4
+        assert current_turn_start(msgs[:4], ([0, 2],)) == 0
+        assert current_turn_start(msgs[1:4], ([1],)) == -1
+        assert current_turn_start(msgs, ()) == -1  # no user message: none starts a turn
+
 
 class TestSeedCasesRenderedPurely:
     """The seed's cases through the pure renderer, with reasoning restored from a store lookup."""

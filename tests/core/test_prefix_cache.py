@@ -31,7 +31,7 @@ from litellm_reasoning.core.extract import carries_nothing
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import Rendered, assistant_indices, own_reasonings, render
-from litellm_reasoning.core.turns import carries_turn
+from litellm_reasoning.core.turns import carries_turn, current_turn_start
 from litellm_reasoning.memo import prefix_cache
 from litellm_reasoning.memo.continuation import longest_continued
 from litellm_reasoning.memo.prefix_cache import History, PrefixCache, _equal_prefix
@@ -123,7 +123,12 @@ step = st.one_of(
     st.tuples(st.just("truncate"), st.integers(0, 20)),
     st.tuples(st.just("mutate_in_place"), st.integers(0, 20), text),
     st.tuples(st.just("switch"), messages_strategy),
+    st.tuples(st.just("subclass"), st.integers(0, 20)),
 )
+
+
+class _MessageDict(dict):  # type: ignore[type-arg]
+    """A message as a dict of another type (an SDK's own mapping class)."""
 
 
 def _apply(history: list[Any], change: tuple[Any, ...]) -> list[Any]:
@@ -169,6 +174,8 @@ def _apply(history: list[Any], change: tuple[Any, ...]) -> list[Any]:
         history[index] = reverse(history[index])
     elif kind == "truncate":
         history = history[:index]
+    elif kind == "subclass":
+        history[index] = _MessageDict(history[index])
     return history
 
 
@@ -218,6 +225,8 @@ def _check(
     assert history.flagged == [
         i for i, m in enumerate(messages) if isinstance(m, dict) and carries_turn(m)
     ]
+    # where the walk says user messages stand is where the turn rule finds its start
+    assert current_turn_start(messages, (history.users,)) == current_turn_start(messages)
     for index in history.assistant:
         expected = identity.key_at(SCOPE, messages, index)
         assert history.key(index) == expected
