@@ -233,7 +233,7 @@ class BlockMessages:
         }
         usable = engine.of_origin(usable, origin, provider)
         stored = {i: record for i, record in usable.items() if i in wanted}
-        out, restored_at = messages_blocks.restore(
+        out, restored_at, fronted = messages_blocks.restore(
             cleaned, wanted, stored, start, as_issued=as_issued
         )
         reordered_at = []
@@ -245,6 +245,7 @@ class BlockMessages:
             if fixed is not None:
                 out[i] = fixed
                 reordered_at.append(i)
+                fronted.pop(i, None)
         limited = blocks.limit(
             out,
             target.policy,
@@ -254,7 +255,7 @@ class BlockMessages:
             count=engine.count_tokens,
             earlier_required=as_issued,
             unread=unread,
-            facts=(message_facts := _facts_after(cleaned, planned.facts, out)),
+            facts=(message_facts := _facts_after(cleaned, planned.facts, out, fronted)),
         )
         message_facts = self.facts = _facts_after(out, message_facts, limited.messages)
         out = self.kwargs["messages"] = limited.messages
@@ -357,13 +358,24 @@ class _PreviousKeys:
 
 
 def _facts_after(
-    before: Sequence[Any], facts: Sequence[blocks.BlockFacts], after: Sequence[Any]
+    before: Sequence[Any],
+    facts: Sequence[blocks.BlockFacts],
+    after: Sequence[Any],
+    fronted: Mapping[int, int] | None = None,
 ) -> list[blocks.BlockFacts]:
     """The facts of `after`, a step's new list of `before`: read again where the step put
-    another message."""
-    return [
-        fact if message is old else blocks.facts_of(message)
+    another message, but for the messages `fronted` names (index -> how many reasoning blocks
+    the step put in front of the message's content), whose facts follow from their own."""
+    out = [
+        fact if message is old else None
         for old, fact, message in zip(before, facts, after, strict=True)
+    ]
+    if fronted:
+        for i, count in fronted.items():
+            out[i] = blocks.with_leading_reasoning(facts[i], count)
+    return [
+        fact if fact is not None else blocks.facts_of(message)
+        for fact, message in zip(out, after, strict=True)
     ]
 
 

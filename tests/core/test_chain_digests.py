@@ -334,3 +334,33 @@ def test_over_a_cap_the_oldest_conversation_goes_whatever_its_scope() -> None:
     # The oldest, forgotten: all of it but the two messages every session starts with.
     memo.digests("ns=busy", _session(1, 3))
     assert counted.steps - before == 3 + 9 - 2
+
+
+reasoning_block = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("thinking"), "thinking": text, "signature": st.just("s1")}
+    ),
+    st.fixed_dictionaries({"type": st.just("redacted_thinking"), "data": st.just("d")}),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sent=st.one_of(
+        message,
+        st.fixed_dictionaries(  # blocks of its own too (a client that kept some)
+            {"role": st.sampled_from(["assistant", "user"])},
+            optional={"content": st.lists(st.one_of(reasoning_block, block), max_size=4)},
+        ),
+    ),
+    leading=st.lists(reasoning_block, min_size=1, max_size=3),
+)
+def test_facts_of_blocks_put_in_front_follow_from_the_messages_own(
+    sent: Any, leading: list[dict[str, Any]]
+) -> None:
+    """What a restore makes (a message's reasoning blocks in front of its content) has the
+    facts `with_leading_reasoning` derives, as reading it again finds them."""
+    restored = {**sent, "content": [*leading, *blocks.content_blocks(sent.get("content"))]}
+    derived = blocks.with_leading_reasoning(blocks.facts_of(sent), len(leading))
+    assert derived == blocks.facts_of(restored)
+    assert type(derived) is blocks.BlockFacts

@@ -3788,3 +3788,34 @@ class TestMessagesProxy:
             store.close()
         assert tenants, "the tests above captured nothing"
         assert all("|key=" in tenant.scope for tenant in tenants), [t.scope for t in tenants]
+
+
+def test_restore_names_the_blocks_it_put_in_front_and_their_facts_follow() -> None:
+    """`restore` says which messages got their blocks in front of their content (a reply that
+    thought first, the common case: the facts of those are derived, not read again) and leaves
+    out one whose record lays its blocks out between its text and tool use."""
+    from litellm_reasoning.core.formats import blocks
+    from litellm_reasoning.wire.anthropic.messages import record_of_reply, restore
+
+    think = _thinking("first", "sig-1")
+    text = {"type": "text", "text": "Let me look."}
+    use = _use("toolu_front", "a.py")
+    thought_first = record_of_reply([think, text, use], provider="anthropic", model="m")
+    between = record_of_reply([text, think, use], provider="anthropic", model="m")
+    assert thought_first is not None and between is not None
+    sent = [
+        {"role": "user", "content": "task"},
+        {"role": "assistant", "content": [copy.deepcopy(text), copy.deepcopy(use)]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "toolu_front", "content": "ok"}],
+        },
+        {"role": "assistant", "content": [copy.deepcopy(text), copy.deepcopy(use)]},
+    ]
+    out, restored_at, fronted = restore(sent, {1: "k1", 3: "k3"}, {1: thought_first, 3: between}, 0)
+    assert restored_at == [1, 3]
+    assert fronted == {1: 1}
+    assert [b["type"] for b in out[1]["content"]] == ["thinking", "text", "tool_use"]
+    assert [b["type"] for b in out[3]["content"]] == ["text", "thinking", "tool_use"]
+    derived = blocks.with_leading_reasoning(blocks.facts_of(sent[1]), fronted[1])
+    assert derived == blocks.facts_of(out[1])

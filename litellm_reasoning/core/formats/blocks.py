@@ -124,6 +124,21 @@ def facts_of(message: Any) -> BlockFacts:
     )
 
 
+def with_leading_reasoning(facts: BlockFacts, count: int) -> BlockFacts:
+    """The facts of a message whose content is `count` reasoning blocks followed by the
+    content of the message `facts` are of (`facts_of` of it, without reading it again)."""
+    assistant, asks, reasoning_at, blocks, tool_uses, compaction = facts
+    leading = tuple(range(count))
+    if reasoning_at:  # blocks of its own as well (a client that kept some)
+        leading += tuple(count + j for j in reasoning_at)
+    # made as a tuple (`_replace` costs as much as reading the message again)
+    return _FACTS(BlockFacts, (assistant, asks, leading, blocks + count, tool_uses, compaction))
+
+
+_FACTS = tuple.__new__
+"""A `BlockFacts` from its fields, in C (the named tuple's own `__new__` is Python code)."""
+
+
 def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
     return [facts_of(message) for message in messages]
 

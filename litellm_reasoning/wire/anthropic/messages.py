@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from operator import is_
 from typing import Any
 
 from ...core.extract import BLOCK_TYPES, _parts_from_blocks
@@ -75,14 +76,27 @@ def with_blocks(
     """`message` (sent without reasoning blocks) with the record's blocks where they stood in
     the reply; None when the record holds nothing the target takes back (Claude: signed blocks
     only; `as_issued`: the provider's own blocks as they came)."""
+    return _with_blocks(message, record, as_issued)[0]
+
+
+def _with_blocks(
+    message: Mapping[str, Any], record: Reasoning, as_issued: bool
+) -> tuple[dict[str, Any] | None, int | None]:
+    """`with_blocks`, and how many blocks went in front of the message's own content (None:
+    placed by the record's layout, or none)."""
     blocks = issued_blocks(record) if as_issued else thinking_blocks(record)
     if not blocks:
-        return None
+        return None, None
     content = content_blocks(message.get("content"))
-    ordered = None
+    fronted = [*blocks, *content]
     if record.layout and len(blocks) == len(record.parts):
-        ordered = apply_layout([*blocks, *content], record.layout, blocks)
-    return {**message, "content": ordered if ordered is not None else [*blocks, *content]}
+        ordered = apply_layout(fronted, record.layout, blocks)
+        # most replies think first: laid out, the blocks stand in front all the same
+        if ordered is not None and (
+            len(ordered) != len(fronted) or not all(map(is_, ordered, fronted))
+        ):
+            return {**message, "content": ordered}, None
+    return {**message, "content": fronted}, len(blocks)
 
 
 def prompt_cache_of_usage(usage: Any) -> PromptCache | None:
@@ -232,20 +246,24 @@ def restore(
     start: int,
     *,
     as_issued: bool = False,
-) -> tuple[list[Any], list[int]]:
-    """`messages` with the stored blocks back in place, and where they went. Earlier turns:
-    Claude lets a leading run of blocks go, not one in the middle, so an earlier message
-    before the last one missing its record gets none (`as_issued` targets take each message
-    on its own)."""
+) -> tuple[list[Any], list[int], dict[int, int]]:
+    """`messages` with the stored blocks back in place, where they went, and, for the messages
+    whose blocks went in front of their own content, how many (what their facts follow from:
+    `blocks.with_leading_reasoning`). Earlier turns: Claude lets a leading run of blocks go,
+    not one in the middle, so an earlier message before the last one missing its record gets
+    none (`as_issued` targets take each message on its own)."""
     last_miss = max((i for i in wanted if i < start and i not in stored), default=-1)
     if as_issued:
         last_miss = -1
     out, restored_at = list(messages), []
+    fronted: dict[int, int] = {}
     for i, record in stored.items():
         if i < last_miss:
             continue
-        message = with_blocks(messages[i], record, as_issued=as_issued)
+        message, count = _with_blocks(messages[i], record, as_issued)
         if message is not None:
             out[i] = message
             restored_at.append(i)
-    return out, restored_at
+            if count is not None:
+                fronted[i] = count
+    return out, restored_at, fronted
