@@ -919,6 +919,85 @@ static PyObject *equal_prefix(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(i);
 }
 
+/* ---------------------------------------------------------------- exact_prefix */
+
+PyDoc_STRVAR(exact_prefix_doc,
+"exact_prefix(items, copies, limit) -> int\n\n"
+"How many leading items of the lists `items` and `copies` (the memo's copies, `copy`) are\n"
+"the same plain data, up to `limit`: the same types all the way down (str, int, float, bool,\n"
+"None, bytes, list, dict; a subclass is never the same), equal values (a float bit for bit,\n"
+"so 0.0 is not -0.0), dict keys in the same order. Stricter than `==` (1 == 1.0 == True): what\n"
+"a format reads of an item (its JSON, its blocks) is then what it read of the copy. Runs no\n"
+"Python code.");
+
+/* 1: the same plain data, 0: not. `b` is a copy (`copy_value`). */
+static int exact_value(PyObject *a, PyObject *b, int depth) {
+    if (a == b) return 1; /* a leaf the copy shares (copies never leave the memo) */
+    PyTypeObject *type = Py_TYPE(a);
+    if (type != Py_TYPE(b) || depth > COPY_MAX_DEPTH) return 0;
+    if (type == &PyUnicode_Type) {
+        Py_ssize_t n = PyUnicode_GET_LENGTH(a);
+        int kind = PyUnicode_KIND(a);
+        return n == PyUnicode_GET_LENGTH(b) && kind == (int)PyUnicode_KIND(b) &&
+               memcmp(PyUnicode_DATA(a), PyUnicode_DATA(b), (size_t)n * (size_t)kind) == 0;
+    }
+    if (type == &PyLong_Type) {
+        int overflow_a, overflow_b;
+        long long x = PyLong_AsLongLongAndOverflow(a, &overflow_a);
+        long long y = PyLong_AsLongLongAndOverflow(b, &overflow_b);
+        if (!overflow_a && !overflow_b) return x == y;
+        if (PyErr_Occurred()) PyErr_Clear();
+        /* beyond 64 bits: compared as ints are (C, no Python code) */
+        int r = PyObject_RichCompareBool(a, b, Py_EQ);
+        if (r < 0) {
+            PyErr_Clear();
+            return 0;
+        }
+        return r;
+    }
+    if (type == &PyFloat_Type) {
+        double x = PyFloat_AS_DOUBLE(a), y = PyFloat_AS_DOUBLE(b);
+        return memcmp(&x, &y, sizeof(double)) == 0;
+    }
+    if (type == &PyBytes_Type) {
+        Py_ssize_t n = PyBytes_GET_SIZE(a);
+        return n == PyBytes_GET_SIZE(b) &&
+               memcmp(PyBytes_AS_STRING(a), PyBytes_AS_STRING(b), (size_t)n) == 0;
+    }
+    if (type == &PyList_Type) {
+        Py_ssize_t n = PyList_GET_SIZE(a);
+        if (n != PyList_GET_SIZE(b)) return 0;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            if (!exact_value(PyList_GET_ITEM(a, i), PyList_GET_ITEM(b, i), depth + 1)) return 0;
+        }
+        return 1;
+    }
+    if (type == &PyDict_Type) {
+        if (PyDict_GET_SIZE(a) != PyDict_GET_SIZE(b)) return 0;
+        Py_ssize_t pa = 0, pb = 0;
+        PyObject *ka, *va, *kb, *vb;
+        while (PyDict_Next(a, &pa, &ka, &va)) {
+            if (!PyDict_Next(b, &pb, &kb, &vb)) return 0;
+            if (!exact_value(ka, kb, depth + 1) || !exact_value(va, vb, depth + 1)) return 0;
+        }
+        return 1;
+    }
+    return 0; /* bool and None are singletons (equal: the same object); anything else differs */
+}
+
+static PyObject *exact_prefix(PyObject *self, PyObject *args) {
+    PyObject *items, *copies;
+    Py_ssize_t limit;
+    if (!PyArg_ParseTuple(args, "O!O!n", &PyList_Type, &items, &PyList_Type, &copies, &limit))
+        return NULL;
+    Py_ssize_t i = 0;
+    /* No Python code runs: the lists cannot change while they are compared. */
+    for (; i < limit && i < PyList_GET_SIZE(items) && i < PyList_GET_SIZE(copies); i++) {
+        if (!exact_value(PyList_GET_ITEM(items, i), PyList_GET_ITEM(copies, i), 0)) break;
+    }
+    return PyLong_FromSsize_t(i);
+}
+
 /* ---------------------------------------------------------------- sizes */
 
 PyDoc_STRVAR(sizes_doc,
@@ -1218,6 +1297,7 @@ static PyMethodDef methods[] = {
     {"digests", digests, METH_VARARGS, digests_doc},
     {"copy", copy, METH_VARARGS, copy_doc},
     {"equal_prefix", equal_prefix, METH_VARARGS, equal_prefix_doc},
+    {"exact_prefix", exact_prefix, METH_VARARGS, exact_prefix_doc},
     {"sizes", sizes, METH_VARARGS, sizes_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
     {"replay", replay, METH_VARARGS, replay_doc},

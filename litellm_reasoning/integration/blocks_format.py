@@ -364,8 +364,9 @@ def _facts_after(
     fronted: Mapping[int, int] | None = None,
 ) -> list[blocks.BlockFacts]:
     """The facts of `after`, a step's new list of `before`: read again where the step put
-    another message, but for the messages `fronted` names (index -> how many reasoning blocks
-    the step put in front of the message's content), whose facts follow from their own."""
+    another message, but for the assistant messages `fronted` names (index -> how many
+    reasoning blocks the step put in front of the message's content), whose facts follow from
+    their own."""
     out = [
         fact if message is old else None
         for old, fact, message in zip(before, facts, after, strict=True)

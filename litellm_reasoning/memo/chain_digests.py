@@ -3,13 +3,15 @@ input items): what the last requests of each scope's conversations hashed to, so
 hashes only the items its conversation's previous request did not have.
 
 A format's identity is a chain: the digest before item `i + 1` is `step(digest before i,
-item i)`. Items are compared by their `marshal` bytes (C, about a third of `json.dumps`):
-equal bytes are the same value with the same types and key order, so the format's shape of
-the item, and with an equal digest before it the digest after it, are the ones the earlier
-request computed. Anything else is stepped as without the memo, and a step later on may match
-again (a client that moves its `cache_control` markers changes two messages of a request, not
-the identity of the rest): what a request gets is exactly what the walk without the memo
-computes (tests/core/test_prefix_cache.py).
+item i)`. Items are compared as the same plain data: the same value with the same types and
+key order, so the format's shape of the item, and with an equal digest before it the digest
+after it, are the ones the earlier request computed. With the accelerator, side by side with
+private copies of the earlier request's items (`exact_prefix`, in C: a request repeating a
+long conversation reads each item once and encodes only its new ones); without it, by their
+`marshal` bytes (C, about a third of `json.dumps`). Anything else is stepped as without the
+memo, and a step later on may match again (a client that moves its `cache_control` markers
+changes two messages of a request, not the identity of the rest): what a request gets is
+exactly what the walk without the memo computes (tests/core/test_chain_digests.py).
 
 Bounded: `per_scope` conversations per scope (a worker behind a busy key serves many agents),
 the least recently remembered conversation first out once the bytes held pass `max_bytes` (an
@@ -25,6 +27,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 from operator import attrgetter
 from typing import Any
 
@@ -47,8 +50,9 @@ class ChainWalk:
     """One request's items as its format's steps see them; remembered after the request."""
 
     scope: str
-    encoded: list[bytes | None]
-    """Each item's `marshal` bytes (None: not plain data, equal to nothing)."""
+    encoded: list[Any]
+    """Each item as compared: its `marshal` bytes (None: not plain data, equal to nothing),
+    or with the accelerator its private copy (`_UNEQUAL`: not plain data)."""
     digests: list[str]
     """`digests[i]`: before item `i`; `digests[len]`: of all of it."""
     facts: list[Any]
@@ -59,6 +63,9 @@ class ChainWalk:
     """Item index -> store key: those of the items all equal to the earlier request's, reused
     from it (same salt); the request adds the keys it makes."""
     size: int = 0
+    sizes: list[int] | None = None
+    """The estimated bytes of the items through each one (cumulative), where the accelerator
+    keeps copies (what a request reusing the first items counts for them)."""
     continues: ChainWalk | None = None
     """The remembered walk this one continues (most of it equal): replaced by it once
     remembered. Cleared then, so remembered walks hold no chain of earlier ones."""
@@ -117,9 +124,11 @@ class ChainDigests:
     def walk(self, scope: str, items: Sequence[Any], salt: str = "") -> ChainWalk:
         """`items` stepped, reusing what an earlier request of `scope` computed (not
         remembered until `remember`, once the request has added its keys)."""
-        encoded = [_encoded(item) for item in items]
         with self._lock:
             candidates = list(self._scopes.get(scope, ()))
+        if NATIVE is not None and type(items) is list:
+            return self._walk_copies(scope, items, salt, candidates)
+        encoded = [_encoded(item) for item in items]
         earlier, same = best_earlier(encoded, candidates, _ENCODED, _equal_start)
         out = [self.empty]
         facts_of, step = self.facts_of, self.step
@@ -155,7 +164,74 @@ class ChainDigests:
             # the collector, which would walk every item of them at each collection during the
             # request and, once remembered, at every full one.
             NATIVE.untrack([encoded, out, facts])
-        return ChainWalk(scope, encoded, out, facts, salt, keys, size, continues)
+        return ChainWalk(scope, encoded, out, facts, salt, keys, size, None, continues)
+
+    def _walk_copies(
+        self, scope: str, items: list[Any], salt: str, candidates: list[ChainWalk]
+    ) -> ChainWalk:
+        """`walk` with the accelerator: the items compared with the earlier request's copies
+        in C (`exact_prefix`), only the items after them stepped, encoded and copied."""
+        assert NATIVE is not None
+        exact = NATIVE.exact_prefix
+        earlier, same = best_earlier(items, candidates, _ENCODED, _exact_start)
+        if earlier is not None and earlier.sizes is None:  # walked without the accelerator
+            earlier, same = None, 0
+        out = [self.empty]
+        facts_of, step = self.facts_of, self.step
+        facts: list[Any] = []
+        keys: dict[int, str] = {}
+        copies: list[Any] = []
+        sizes: list[int] = []
+        total = 0
+        known: list[Any] = []
+        if earlier is not None:
+            assert earlier.sizes is not None
+            out += earlier.digests[1 : same + 1]
+            copies = earlier.encoded[:same]
+            sizes = earlier.sizes[:same]
+            total = sizes[-1] if same else 0
+            if facts_of is not None:
+                facts = earlier.facts[:same]
+            if earlier.salt == salt:
+                keys = {i: key for i, key in earlier.keys.items() if i < same}
+            known = earlier.encoded
+        before = earlier.digests if earlier is not None else []
+        # Items the earlier request also had one at the same place: each may be equal again (a
+        # client that moves its cache markers changes two, not the rest).
+        beside = max(same, min(len(known), len(items)))
+        for i in range(same, beside):
+            item = items[i]
+            equal = exact([item], [known[i]], 1) == 1  # `_UNEQUAL`: never
+            if equal:
+                assert earlier is not None and earlier.sizes is not None
+                copies.append(known[i])
+                total += earlier.sizes[i] - (earlier.sizes[i - 1] if i else 0)
+            else:
+                copies.append(_copy_of(item))
+                total += len(_encoded(item) or b"") + _COPIED_ITEM_OVERHEAD
+            sizes.append(total)
+            if equal and out[i] == before[i]:
+                out.append(before[i + 1])
+            else:
+                out.append(step(out[i], item))
+            if facts_of is not None:
+                facts.append(earlier.facts[i] if equal and earlier is not None else facts_of(item))
+        # Items after all the earlier request had: new, in one pass each.
+        rest = items[beside:]
+        if rest:
+            fresh = NATIVE.copy(rest)
+            copies += fresh if fresh is not None else map(_copy_of, rest)
+            for item in rest:
+                out.append(step(out[-1], item))
+            if facts_of is not None:
+                facts += map(facts_of, rest)
+            encoded_sizes = (len(_encoded(item) or b"") + _COPIED_ITEM_OVERHEAD for item in rest)
+            sizes += accumulate(encoded_sizes, initial=total)
+            del sizes[beside]  # `initial` itself: the total before them
+            total = sizes[-1]
+        continues = earlier if earlier is not None and 2 * same >= len(earlier.encoded) else None
+        NATIVE.untrack([copies, out, facts, sizes])
+        return ChainWalk(scope, copies, out, facts, salt, keys, total, sizes, continues)
 
     def remember(self, walked: ChainWalk) -> None:
         """Keep `walked` for the next requests of its scope."""
@@ -197,6 +273,27 @@ class ChainDigests:
 _ITEM_OVERHEAD = 240
 """Estimated bytes an item costs beside its `marshal` bytes: its bytes object, its digest and
 its facts (`sys.getsizeof` of those of a tool-use message: 226 bytes)."""
+
+_COPIED_ITEM_OVERHEAD = 800
+"""The same where the accelerator keeps a copy instead of the bytes (the copy's containers: 588
+bytes per message of a Claude Code session; its text is counted by the bytes' length)."""
+
+
+_UNEQUAL = object()
+"""The copy kept of an item that cannot be copied (not plain data): the same as no item."""
+
+
+def _copy_of(item: Any) -> Any:
+    """The accelerator's private copy of `item`; `_UNEQUAL` where it is not plain data."""
+    assert NATIVE is not None
+    copied = NATIVE.copy([item])
+    return copied[0] if copied is not None else _UNEQUAL
+
+
+def _exact_start(items: list[Any], copies: list[Any]) -> int:
+    """How many leading items are the same plain data as the copies (in C)."""
+    assert NATIVE is not None
+    return NATIVE.exact_prefix(items, copies, min(len(items), len(copies)))
 
 
 def _equal_start(encoded: list[bytes | None], known: list[bytes | None]) -> int:

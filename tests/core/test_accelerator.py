@@ -14,6 +14,7 @@ import hashlib
 import itertools
 import json
 import os
+import struct
 import subprocess
 import sys
 import weakref
@@ -198,6 +199,106 @@ def test_equal_prefix_is_what_equality_says(messages: list[Any], data: st.DataOb
     assert native.equal_prefix(changed, copies, limit) == prefix_cache._equal_prefix(
         changed[:limit], copies
     )
+
+
+def _same_data(a: Any, b: Any) -> bool:
+    """The same plain data: the same types all the way down, a float bit for bit, dict keys in
+    the same order (what `exact_prefix` promises; `b` is a copy)."""
+    if a is b:
+        return True
+    if type(a) is not type(b):
+        return False
+    if type(a) is float:
+        return struct.pack("<d", a) == struct.pack("<d", b)
+    if type(a) is list:
+        return len(a) == len(b) and all(map(_same_data, a, b))
+    if type(a) is dict:
+        return len(a) == len(b) and all(
+            _same_data(ka, kb) and _same_data(va, vb)
+            for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True)
+        )
+    return type(a) in (str, int, bytes) and bool(a == b)
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.dictionaries(
+            st.text(max_size=3), JSON_VALUES | st.floats() | st.binary(max_size=3), max_size=4
+        ),
+        max_size=6,
+    ),
+    st.data(),
+)
+def test_exact_prefix_is_the_same_plain_data(messages: list[Any], data: st.DataObject) -> None:
+    """The block and item memo's comparison (`exact_prefix`): stricter than `==` (a bool for an
+    int, a float for an int, -0.0 for 0.0, another key order, a str or dict subclass all
+    differ), whatever changed."""
+    native = accelerator.NATIVE
+    assert native is not None
+    copies = native.copy(messages)
+    assert copies is not None
+    changed = copy.deepcopy(messages)
+    if changed and data.draw(st.booleans(), label="change one message"):
+        at = data.draw(st.integers(0, len(changed) - 1), label="at")
+        how = data.draw(
+            st.sampled_from(["value", "reorder", "bool", "float", "zero", "sub", "drop", "add"])
+        )
+        target = changed[at]
+        if how == "value":
+            target[data.draw(st.text(max_size=3), label="key")] = data.draw(JSON_VALUES)
+        elif how == "reorder":
+            changed[at] = _reordered(target)
+        elif how == "bool":
+            changed[at] = {k: (True if v == 1 else v) for k, v in target.items()}
+        elif how == "float":
+            changed[at] = {k: (float(v) if type(v) is int else v) for k, v in target.items()}
+        elif how == "zero":
+            changed[at] = {k: (-v if type(v) is float and v == 0 else v) for k, v in target.items()}
+        elif how == "sub":
+
+            class Text(str):
+                pass
+
+            changed[at] = {k: (Text(v) if type(v) is str else v) for k, v in target.items()}
+        elif how == "drop" and target:
+            del target[next(iter(target))]
+        elif how == "add":
+            target["added"] = data.draw(JSON_VALUES)
+    limit = data.draw(st.integers(0, len(messages)), label="limit")
+    expected = next(
+        (i for i in range(min(limit, len(changed))) if not _same_data(changed[i], copies[i])),
+        min(limit, len(changed)),
+    )
+    assert native.exact_prefix(changed, copies, limit) == expected
+
+
+@needs_native
+def test_exact_prefix_tells_apart_what_equality_mixes_up() -> None:
+    """Each value `==` calls equal to the copy's, and `exact_prefix` does not."""
+    native = accelerator.NATIVE
+    assert native is not None
+
+    class Text(str):
+        pass
+
+    base = {"a": 1, "b": 0.0, "c": "x", "d": [True, None], "e": 10**30, "f": b"y"}
+    copies = native.copy([base])
+    assert copies is not None
+    assert native.exact_prefix([copy.deepcopy(base)], copies, 1) == 1
+    for changed in (
+        {**base, "a": True},
+        {**base, "a": 1.0},
+        {**base, "b": -0.0},
+        {**base, "b": 0},
+        {**base, "c": Text("x")},
+        {**base, "d": [1, None]},
+        {**base, "f": bytearray(b"y")},
+        dict(reversed(list(base.items()))),
+    ):
+        assert changed == base
+        assert native.exact_prefix([changed], copies, 1) == 0, changed
 
 
 @needs_native

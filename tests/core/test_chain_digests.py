@@ -358,9 +358,13 @@ reasoning_block = st.one_of(
 def test_facts_of_blocks_put_in_front_follow_from_the_messages_own(
     sent: Any, leading: list[dict[str, Any]]
 ) -> None:
-    """What a restore makes (a message's reasoning blocks in front of its content) has the
-    facts `with_leading_reasoning` derives, as reading it again finds them."""
+    """What a restore makes (an assistant message's reasoning blocks in front of its content)
+    has the facts `with_leading_reasoning` derives, as reading it again finds them; of any
+    other message it derives none (a user message's facts depend on its role)."""
     restored = {**sent, "content": [*leading, *blocks.content_blocks(sent.get("content"))]}
     derived = blocks.with_leading_reasoning(blocks.facts_of(sent), len(leading))
+    if sent.get("role") != "assistant":
+        assert derived is None
+        return
     assert derived == blocks.facts_of(restored)
     assert type(derived) is blocks.BlockFacts

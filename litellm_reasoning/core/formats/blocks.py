@@ -124,10 +124,14 @@ def facts_of(message: Any) -> BlockFacts:
     )
 
 
-def with_leading_reasoning(facts: BlockFacts, count: int) -> BlockFacts:
-    """The facts of a message whose content is `count` reasoning blocks followed by the
-    content of the message `facts` are of (`facts_of` of it, without reading it again)."""
+def with_leading_reasoning(facts: BlockFacts, count: int) -> BlockFacts | None:
+    """The facts of an assistant message whose content is `count` reasoning blocks followed by
+    the content of the message `facts` are of (`facts_of` of it, without reading it again).
+    None for any other message (a user message's `asks` follows from its role, which the
+    facts do not hold)."""
     assistant, asks, reasoning_at, blocks, tool_uses, compaction = facts
+    if not assistant:
+        return None
     leading = tuple(range(count))
     if reasoning_at:  # blocks of its own as well (a client that kept some)
         leading += tuple(count + j for j in reasoning_at)
