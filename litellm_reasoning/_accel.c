@@ -998,6 +998,75 @@ static PyObject *exact_prefix(PyObject *self, PyObject *args) {
     return PyLong_FromSsize_t(i);
 }
 
+/* ---------------------------------------------------------------- turn_marked */
+
+PyDoc_STRVAR(turn_marked_doc,
+"turn_marked(items) -> list\n\n"
+"The indices of the items `turns.item_without_turn` may change: a dict holding `turn`, or a\n"
+"dict of its `content` or `tool_calls` list (or that dict's `function` dict) holding it, as\n"
+"`turns.carries_turn` reads them; and every item that is not a dict (a subclass too: Python\n"
+"asks it). Every other item is sent as it is.");
+
+/* 1: `d` (an exact dict) holds `turn` at the top or in a part `_nested_turn` reads; 0: not;
+   -1: error set. */
+static int holds_turn(PyObject *d) {
+    int r = PyDict_Contains(d, TURN_KEY);
+    if (r) return r;
+    PyObject *names[2] = {K_CONTENT, K_TOOL_CALLS};
+    for (int n = 0; n < 2; n++) {
+        PyObject *value = get(d, names[n]);
+        if (value == NULL) {
+            if (PyErr_Occurred()) return -1;
+            continue;
+        }
+        if (!PyList_CheckExact(value)) continue;
+        Py_INCREF(value); /* held: a key's `__eq__` may run while its parts are read */
+        for (Py_ssize_t i = 0; i < PyList_GET_SIZE(value); i++) {
+            PyObject *part = PyList_GET_ITEM(value, i);
+            if (!PyDict_CheckExact(part)) continue;
+            Py_INCREF(part);
+            r = PyDict_Contains(part, TURN_KEY);
+            if (r == 0) {
+                PyObject *function = get(part, K_FUNCTION);
+                if (function == NULL) {
+                    if (PyErr_Occurred()) r = -1;
+                } else if (PyDict_CheckExact(function)) {
+                    r = PyDict_Contains(function, TURN_KEY);
+                }
+            }
+            Py_DECREF(part);
+            if (r) {
+                Py_DECREF(value);
+                return r;
+            }
+        }
+        Py_DECREF(value);
+    }
+    return 0;
+}
+
+static PyObject *turn_marked(PyObject *self, PyObject *args) {
+    PyObject *items;
+    if (!PyArg_ParseTuple(args, "O!", &PyList_Type, &items)) return NULL;
+    if (TURN_KEY == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "configure() first");
+        return NULL;
+    }
+    PyObject *marked = PyList_New(0);
+    if (marked == NULL) return NULL;
+    for (Py_ssize_t i = 0; i < PyList_GET_SIZE(items); i++) {
+        PyObject *item = PyList_GET_ITEM(items, i);
+        Py_INCREF(item);
+        int r = PyDict_CheckExact(item) ? holds_turn(item) : 1;
+        Py_DECREF(item);
+        if (r < 0 || (r && append_index(marked, i) < 0)) {
+            Py_DECREF(marked);
+            return NULL;
+        }
+    }
+    return marked;
+}
+
 /* ---------------------------------------------------------------- sizes */
 
 PyDoc_STRVAR(sizes_doc,
@@ -1298,6 +1367,7 @@ static PyMethodDef methods[] = {
     {"copy", copy, METH_VARARGS, copy_doc},
     {"equal_prefix", equal_prefix, METH_VARARGS, equal_prefix_doc},
     {"exact_prefix", exact_prefix, METH_VARARGS, exact_prefix_doc},
+    {"turn_marked", turn_marked, METH_VARARGS, turn_marked_doc},
     {"sizes", sizes, METH_VARARGS, sizes_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
     {"replay", replay, METH_VARARGS, replay_doc},

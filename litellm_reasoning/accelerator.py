@@ -3,7 +3,8 @@ the package was built with a C compiler): canonical bytes, chained digests and s
 many messages in one call, byte for byte what `core.identity` computes (which stays the
 contract: tests/core/test_accelerator.py compares them), for the prefix cache. `digests` exposes
 its BLAKE2b (the chain's hash) to that test (the stores' decode cache keys records by Python's
-own keyed hash of their bytes, which costs less than any digest).
+own keyed hash of their bytes, which costs less than any digest). `without_turn` is
+`turns.without_turn` with the items to look at found in C.
 
 `NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
 environment (the pure-Python path, e.g. to compare). Read once at import."""
@@ -12,8 +13,10 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Sequence
 from typing import Any, Protocol, cast
 
+from .core import turns
 from .core.extract import BLOCK_TYPES, CARRIER_KEYS, THOUGHT_SEPARATOR
 from .core.identity import EXTRAS_KEY
 from .core.render import Replay
@@ -62,6 +65,8 @@ class Native(Protocol):
 
     def exact_prefix(self, items: list[object], copies: list[object], limit: int, /) -> int: ...
 
+    def turn_marked(self, items: list[object], /) -> list[int]: ...
+
     def sizes(self, shapes: list[bytes], start: int, total: int, overhead: int, /) -> list[int]: ...
 
     def untrack(self, objects: list[Any], /) -> None: ...
@@ -85,3 +90,14 @@ def load() -> Native | None:
 
 
 NATIVE = load()
+
+
+def without_turn(items: Sequence[Any]) -> list[Any]:
+    """`turns.without_turn(items)`, with the items that may carry `turn` found in C first
+    (`turn_marked`): a long conversation holds none, and each item cost a Python call."""
+    if NATIVE is None or type(items) is not list:
+        return turns.without_turn(items)
+    out = list(items)
+    for index in NATIVE.turn_marked(items):
+        out[index] = turns.item_without_turn(items[index])
+    return out

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..accelerator import without_turn
 from ..core import identity
 from ..core.decisions import summary_of
 from ..core.dialect import Dialect
@@ -17,7 +18,7 @@ from ..core.messages import continues_prefill
 from ..core.reasoning import Reasoning
 from ..core.render import Rendered
 from ..core.targets import Target
-from ..core.turns import current_turn_start, without_turn
+from ..core.turns import current_turn_start
 from ..wire import messages_blocks
 from . import rust_core, sync_body
 from .calls import CallState, Capture

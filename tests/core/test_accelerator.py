@@ -21,13 +21,14 @@ import weakref
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_identity_canonical import message as any_message
+from test_prefix_cache import message as prefix_messages
 from test_prefix_cache import render_walked
 
 from litellm_reasoning import accelerator
-from litellm_reasoning.core import identity
+from litellm_reasoning.core import identity, turns
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning
 from litellm_reasoning.core.render import How, Outcome, Rendered
@@ -272,6 +273,44 @@ def test_exact_prefix_is_the_same_plain_data(messages: list[Any], data: st.DataO
         min(limit, len(changed)),
     )
     assert native.exact_prefix(changed, copies, limit) == expected
+
+
+class _Mapping(dict):  # type: ignore[type-arg]
+    """A message as a dict of another type (Python decides for it)."""
+
+
+@needs_native
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.one_of(
+            prefix_messages,
+            prefix_messages.map(_Mapping),
+            st.fixed_dictionaries({"role": st.just("user")}).map(lambda m: {**m, "turn": False}),
+            JSON_VALUES,
+        ),
+        max_size=8,
+    )
+)
+@example(
+    [
+        {"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "turn": 1}}]},
+        {"role": "assistant", "tool_calls": [{"id": "c", "turn": True, "function": {}}]},
+        {"role": "user", "content": [{"type": "text", "text": "t", "turn": False}]},
+        {"role": "user", "content": "plain"},
+        _Mapping(role="user", turn=False),
+    ]
+)
+def test_without_turn_is_the_turn_rules(items: list[Any]) -> None:
+    """`accelerator.without_turn`: what `turns.without_turn` makes, each item that carries no
+    `turn` the very object the client sent."""
+    made = accelerator.without_turn(items)
+    assert made == turns.without_turn(items)
+    for item, out in zip(items, made, strict=True):
+        if isinstance(item, dict):
+            assert (out is item) == (not turns.carries_turn(item))
+        else:
+            assert out is item
 
 
 @needs_native

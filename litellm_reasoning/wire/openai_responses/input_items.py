@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...accelerator import without_turn
 from ...core import identity
 from ...core.formats.items import (
     Conversation,
@@ -20,7 +21,6 @@ from ...core.formats.items import (
     text_of,
 )
 from ...core.reasoning import Reasoning, ReasoningPart
-from ...core.turns import without_turn
 
 # The `name as name` imports are re-exported for the Responses entry point, which reaches this
 # family only here (`wire.responses_items`): the model route and the parameters it sets.
