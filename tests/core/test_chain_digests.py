@@ -368,3 +368,46 @@ def test_facts_of_blocks_put_in_front_follow_from_the_messages_own(
         return
     assert derived == blocks.facts_of(restored)
     assert type(derived) is blocks.BlockFacts
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    messages=st.lists(
+        st.fixed_dictionaries(
+            {
+                "role": st.sampled_from(["user", "assistant"]),
+                "content": st.lists(st.one_of(reasoning_block, block), max_size=3),
+            }
+        ),
+        max_size=8,
+    ),
+    policy=st.sampled_from(list(TurnPolicy)),
+    data=st.data(),
+)
+def test_the_blocks_a_policy_keeps_are_its_rule(
+    messages: list[Any], policy: TurnPolicy, data: st.DataObject
+) -> None:
+    """`wanted` asks for, and `limit` leaves alone, the assistant messages `keeps` names: the
+    policy's turns, the current turn always; `limit` strips the blocks of the others (beside
+    other content)."""
+    start = data.draw(st.integers(-1, max(len(messages) - 1, -1)), label="turn start")
+    facts = blocks.all_facts(messages)
+    digests = blocks.prefix_digests(messages)
+    kept = {
+        i for i, fact in enumerate(facts) if fact.assistant and blocks.keeps(policy, i, start, fact)
+    }
+    missing, reorderable = blocks.wanted(SCOPE, messages, policy, start, digests, facts=facts)
+    assert {*missing, *reorderable} <= kept
+    assert {i for i in kept if not facts[i].reasoning_at} == set(missing)
+    limited = blocks.limit(
+        messages, policy, start, leading_run=False, max_tokens=None, count=_no_tokens, facts=facts
+    )
+    assert set(limited.stripped) == {
+        i
+        for i, fact in enumerate(facts)
+        if fact.assistant and i not in kept and 0 < len(fact.reasoning_at) < fact.blocks
+    }
+
+
+def _no_tokens(record: Any) -> int:
+    return 0

@@ -330,6 +330,9 @@ def wanted(
     reorderable: dict[int, str] = {}
     asked_at = -1  # the last user message before `i` that is not only tool results
     asked_shape = b""
+    # `keeps` as two bounds: kept after `after` (the current turn always), or with tool uses
+    after, tools = policy.keep_bounds(turn_start, len(facts))
+    after = min(after, turn_start)
     for i, fact in enumerate(facts):
         if fact.asks:
             asked_at, asked_shape = i, b""
@@ -343,7 +346,7 @@ def wanted(
             into = reorderable
         else:
             into = missing
-        if keeps(policy, i, turn_start, fact):
+        if i > after or (tools and fact.tool_uses):
             key = keys.get(i)
             if key is None:
                 if asked_at >= 0 and not asked_shape:
@@ -458,7 +461,13 @@ def limit(
     assistant = [i for i, fact in enumerate(facts) if fact.assistant]
     # Blocks beside other content (the blocks alone make a message an empty one without them)
     carrying = [i for i in assistant if 0 < len(facts[i].reasoning_at) < facts[i].blocks]
-    skipped = [i for i in assistant if i <= start and not keeps(policy, i, start, facts[i])]
+    after, tools = policy.keep_bounds(start, len(facts))  # `keeps`, as in `wanted`
+    after = min(after, start)
+    skipped = (
+        [i for i in assistant if i <= after and not (tools and facts[i].tool_uses)]
+        if after >= 0
+        else []
+    )
     skipped_set = set(skipped)
     stripped = [i for i in carrying if i in skipped_set]
     kept = [i for i in carrying if i not in skipped_set]

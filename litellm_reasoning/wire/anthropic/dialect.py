@@ -49,10 +49,16 @@ ANTHROPIC_ISSUERS = {
 
 def signed_parts(reasoning: Reasoning) -> tuple[ReasoningPart, ...]:
     """The parts Claude can take back: signed thinking and redacted data, in order."""
-    return tuple(
-        part
-        for part in reasoning.parts
-        if (part.kind == "thinking" and part.signature) or (part.kind == "redacted" and part.data)
+    parts = reasoning.parts
+    for part in parts:
+        if not _signed(part):
+            return tuple(filter(_signed, parts))
+    return parts  # all of them (a Claude reply's): asked of every record on every request
+
+
+def _signed(part: ReasoningPart) -> bool:
+    return bool(
+        (part.kind == "thinking" and part.signature) or (part.kind == "redacted" and part.data)
     )
 
 
