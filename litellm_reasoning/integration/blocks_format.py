@@ -7,6 +7,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import is_not
 from typing import TYPE_CHECKING, Any
 
 from ..accelerator import without_turn
@@ -258,9 +260,9 @@ class BlockMessages:
             unread=unread,
             facts=(message_facts := _facts_after(cleaned, planned.facts, out, fronted)),
         )
+        gone = {*limited.stripped, *limited.over_budget}
         message_facts = self.facts = _facts_after(out, message_facts, limited.messages)
         out = self.kwargs["messages"] = limited.messages
-        gone = {*limited.stripped, *limited.over_budget}
         restored_at = [i for i in restored_at if i not in gone]
         missing = [i for i in wanted if i > start and i not in stored]
         reordered_at = [i for i in reordered_at if i not in gone]
@@ -364,21 +366,18 @@ def _facts_after(
     after: Sequence[Any],
     fronted: Mapping[int, int] | None = None,
 ) -> list[blocks.BlockFacts]:
-    """The facts of `after`, a step's new list of `before`: read again where the step put
-    another message, but for the assistant messages `fronted` names (index -> how many
-    reasoning blocks the step put in front of the message's content), whose facts follow from
-    their own."""
-    out = [
-        fact if message is old else None
-        for old, fact, message in zip(before, facts, after, strict=True)
-    ]
-    if fronted:
-        for i, count in fronted.items():
-            out[i] = blocks.with_leading_reasoning(facts[i], count)
-    return [
-        fact if fact is not None else blocks.facts_of(message)
-        for fact, message in zip(out, after, strict=True)
-    ]
+    """The facts of `after`, a step's new list of `before` (`facts` are of those): read again
+    where the step put another message, but for the assistant messages `fronted` names (index
+    -> how many reasoning blocks the step put in front of the message's content), whose facts
+    follow from their own."""
+    out = list(facts)
+    fronted = fronted or {}
+    # The messages the step replaced, found in C (each of the others is the same object).
+    for i in compress(count(), map(is_not, before, after)):
+        leading = fronted.get(i)
+        derived = blocks.with_leading_reasoning(facts[i], leading) if leading else None
+        out[i] = derived if derived is not None else blocks.facts_of(after[i])
+    return out
 
 
 def read_sse(engine: Engine, state: CallState, sse: list[str], chunk: bytes | str) -> Flow[None]:

@@ -23,6 +23,7 @@ import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 from ..extract import BLOCK_TYPES, _parts_from_blocks
@@ -124,6 +125,7 @@ def facts_of(message: Any) -> BlockFacts:
     )
 
 
+@lru_cache(maxsize=256)  # a session's messages have few distinct facts (tool use, text)
 def with_leading_reasoning(facts: BlockFacts, count: int) -> BlockFacts | None:
     """The facts of an assistant message whose content is `count` reasoning blocks followed by
     the content of the message `facts` are of (`facts_of` of it, without reading it again).
