@@ -92,12 +92,15 @@ def load() -> Native | None:
 NATIVE = load()
 
 
+def turn_marked(items: Sequence[Any]) -> list[int] | None:
+    """The indices of the items that may carry `turn` (`_accel.turn_marked`), for
+    `turns.without_turn`; None without the accelerator: every item may."""
+    if NATIVE is None or type(items) is not list:
+        return None
+    return NATIVE.turn_marked(items)
+
+
 def without_turn(items: Sequence[Any]) -> list[Any]:
     """`turns.without_turn(items)`, with the items that may carry `turn` found in C first
     (`turn_marked`): a long conversation holds none, and each item cost a Python call."""
-    if NATIVE is None or type(items) is not list:
-        return turns.without_turn(items)
-    out = list(items)
-    for index in NATIVE.turn_marked(items):
-        out[index] = turns.item_without_turn(items[index])
-    return out
+    return turns.without_turn(items, turn_marked(items))

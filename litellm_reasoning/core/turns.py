@@ -11,7 +11,7 @@ message holding `tool_result` blocks (the Anthropic format's tool results, which
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 TURN_KEY = "turn"
@@ -61,9 +61,16 @@ def current_turn_start(
     return start
 
 
-def without_turn(items: Sequence[Any]) -> list[Any]:
-    """`items` with `turn` removed from each that has it (the others as they are)."""
-    return [item_without_turn(item) for item in items]
+def without_turn(items: Sequence[Any], marked: Iterable[int] | None = None) -> list[Any]:
+    """`items` with `turn` removed from each that has it (the others as they are). `marked`:
+    the indices of the items that may carry it (the accelerator's `turn_marked`), the only
+    ones asked; None: every item is."""
+    if marked is None:
+        return [item_without_turn(item) for item in items]
+    out = list(items)
+    for index in marked:
+        out[index] = item_without_turn(items[index])
+    return out
 
 
 def item_without_turn(item: Any) -> Any:

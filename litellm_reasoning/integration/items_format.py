@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from ..accelerator import turn_marked
 from ..core.decisions import summary_of
 from ..core.formats import items as core_items
 from ..core.messages import continues_prefill
@@ -175,9 +176,10 @@ class ResponsesInput:
             stored,
             store=read.request_param(kwargs, "store") is not False,
             provider=provider,
+            marked=turn_marked(items),
         )
         kwargs["input"] = rendered.items
-        per_item = responses_items.decisions(items, rendered, keys, stored, left_out)
+        per_item = responses_items.decisions(items, rendered, keys, stored, left_out, own)
         if target.policy is not TurnPolicy.NONE:
             responses_items.ask_for_encrypted_content(kwargs, model, provider)
             responses_items.say_reasoning_context(

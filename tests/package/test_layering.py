@@ -31,7 +31,8 @@ ALLOWED: dict[str, set[str]] = {
     "accelerator": {"core"},  # the optional C module `_accel`, loaded by name
     "stores": {"core", "accelerator"},
     "memo": {"core", "stores", "accelerator"},
-    "integration": {"core", "wire", "memo", "stores", "litellm", "litellm (lazy)"},
+    # the accelerator: pure helpers of the core's rules in C (which items carry `turn`)
+    "integration": {"core", "wire", "memo", "stores", "accelerator", "litellm", "litellm (lazy)"},
     "settings": {
         "_version",
         "accelerator",

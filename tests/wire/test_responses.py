@@ -13,18 +13,21 @@ import pytest
 import yaml
 from clients import RESPONSES_TOOLS, chat_only_tool_loop, next_input
 from conftest import settled
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from paths import REPO
 
 from litellm_reasoning import ReasoningCallback
-from litellm_reasoning.core.formats.items import Conversation, wanted
+from litellm_reasoning.core.formats.items import Conversation, as_message, is_anchor, wanted
 from litellm_reasoning.core.policy import TurnPolicy
 from litellm_reasoning.core.reasoning import Reasoning, ReasoningPart
 from litellm_reasoning.core.render import render
 from litellm_reasoning.core.targets import resolve_target
-from litellm_reasoning.core.turns import current_turn_start
+from litellm_reasoning.core.turns import current_turn_start, without_turn
 from litellm_reasoning.testing.anthropic_upstream import AnthropicReply, AnthropicUpstream
 from litellm_reasoning.testing.upstream import Reply, Upstream
 from litellm_reasoning.wire import get_dialect
+from litellm_reasoning.wire.openai_responses import input_items
 from litellm_reasoning.wire.openai_responses.dialect import (
     is_reasoning_model,
     with_encrypted_include,
@@ -90,6 +93,74 @@ def test_tool_loop_reply_is_stored_under_the_call_the_client_sends_back() -> Non
     assert not set(wanted(Conversation.of("t", dropped), TurnPolicy.ALL_TURNS).values()) & set(
         captured
     )
+
+
+_item = st.one_of(
+    st.fixed_dictionaries(
+        {"type": st.just("function_call"), "call_id": st.sampled_from(["c1", "c2"])},
+        optional={"id": st.just("fc_1"), "turn": st.just(False)},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("message"), "role": st.sampled_from(["user", "assistant"])},
+        optional={"content": st.just("hi"), "turn": st.booleans()},
+    ),
+    st.fixed_dictionaries(
+        {"type": st.just("reasoning"), "summary": st.just([])},
+        optional={"id": st.just("rs_1"), "encrypted_content": st.just("gAAA")},
+    ),
+    st.fixed_dictionaries({"type": st.just("function_call_output"), "call_id": st.just("c1")}),
+)
+_record = st.builds(
+    lambda provider, data, rid: Reasoning(
+        parts=(ReasoningPart(kind="encrypted", text="", data=data, id=rid),), provider=provider
+    ),
+    st.sampled_from(["openai", "anthropic", None]),
+    st.sampled_from(["gAAAB", ""]),
+    st.sampled_from(["rs_9", None]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(_item, max_size=8), data=st.data())
+def test_render_input_between_the_found_items_is_item_by_item(
+    items: list[Any], data: st.DataObject
+) -> None:
+    """With `store` on, the input is made a slice at a time between the found anchors: the
+    same items, records and decisions as made item by item (and with it off, the client's own
+    reasoning items lose their ids as before)."""
+    found = data.draw(
+        st.dictionaries(st.integers(-1, len(items) + 1), _record, max_size=4), label="found"
+    )
+    cleaned = without_turn(items)
+    by_slices = input_items._rendered_between(cleaned, found, "openai")
+    by_items = input_items._rendered_each(cleaned, found, True, "openai")
+    assert by_slices.items == by_items.items
+    assert by_slices.restored == by_items.restored
+    assert by_slices.dropped == by_items.dropped
+    assert render_input(items, found, store=True, provider="openai").items == by_items.items
+    off = render_input(items, found, store=False, provider="openai").items
+    assert not any(
+        i.get("type") == "reasoning" and "id" in i and "encrypted_content" in i for i in off
+    )
+
+
+@settings(max_examples=300, deadline=None)
+@given(items=st.lists(_item, max_size=8), policy=st.sampled_from(list(TurnPolicy)), data=st.data())
+def test_the_anchors_a_policy_keeps_are_its_rule(
+    items: list[Any], policy: TurnPolicy, data: st.DataObject
+) -> None:
+    """`wanted` asks for the anchors the client sent without their reasoning item that
+    `policy.keeps` names, read as the chat message each stands for."""
+    start = data.draw(st.integers(-1, max(len(items) - 1, -1)), label="turn start")
+    expected = {
+        i
+        for i, item in enumerate(items)
+        if is_anchor(item)
+        and not (i > 0 and items[i - 1].get("type") == "reasoning")
+        and policy is not TurnPolicy.NONE
+        and policy.keeps(i, as_message(item), start)
+    }
+    assert set(wanted(Conversation.of("s", items), policy, start)) == expected
 
 
 def test_rs_ids_only_where_they_can_be_paired() -> None:

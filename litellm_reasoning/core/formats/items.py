@@ -142,11 +142,12 @@ def wanted(
     if start is None:
         start = current_turn_start(items)
     out: dict[int, str] = {}
+    # `policy.keeps` as two bounds (an anchor calls tools when it is a function call)
+    after, tools = policy.keep_bounds(start, len(items))
     for index, item in enumerate(items):
         if not is_anchor(item) or (index > 0 and is_reasoning(items[index - 1])):
             continue
-        as_chat = as_message(item)
-        if policy.keeps(index, as_chat, start):
+        if index > after or (tools and item.get("type", "message") == "function_call"):
             out[index] = conversation.key(index)
     return out
 

@@ -6,11 +6,10 @@ keys. What identifies an item, the turn rule and the limits are the core's
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...accelerator import without_turn
 from ...core import identity
 from ...core.formats.items import (
     Conversation,
@@ -21,6 +20,7 @@ from ...core.formats.items import (
     text_of,
 )
 from ...core.reasoning import Reasoning, ReasoningPart
+from ...core.turns import without_turn
 
 # The `name as name` imports are re-exported for the Responses entry point, which reaches this
 # family only here (`wire.responses_items`): the model route and the parameters it sets.
@@ -62,6 +62,7 @@ def render_input(
     *,
     store: bool,
     provider: str | None = None,
+    marked: Iterable[int] | None = None,
 ) -> RenderedInput:
     """`items` with each found record put back before its anchor, and `turn` removed.
 
@@ -69,23 +70,61 @@ def render_input(
     anchor still carries its own id (an `rs_` id followed by an id-less item is a 400, and with
     `store: false` any `rs_` id is a 404). With `store: false` the client's own reasoning items
     lose their id too, when they hold `encrypted_content` to stand on. `provider`: the
-    target's, whose own records it takes besides OpenAI's (`issued_here`).
+    target's, whose own records it takes besides OpenAI's (`issued_here`); `marked`: as for
+    `turns.without_turn`.
     """
+    cleaned = without_turn(items, marked)
+    if store:  # the client's items go as they are: copied between the found ones in C
+        return _rendered_between(cleaned, found, provider)
+    return _rendered_each(cleaned, found, store, provider)
+
+
+def _rendered_each(
+    items: Sequence[Any], found: Mapping[int, Reasoning], store: bool, provider: str | None
+) -> RenderedInput:
+    """`render_input` of `items` (without `turn`), item by item."""
     out = RenderedInput(items=[])
-    for index, item in enumerate(without_turn(items)):
+    for index, item in enumerate(items):
         reasoning = found.get(index)
         if reasoning is not None:
-            parts = encrypted_parts(reasoning)
-            if issued_here(reasoning, provider) and parts:
-                with_id = store and isinstance(item, dict) and bool(item.get("id"))
-                out.items += reasoning_input_items(parts, with_id=with_id)
-                out.restored.append(index)
-            else:
-                out.dropped.append(index)
+            _put(out, index, item, reasoning, store, provider)
         if not store and is_reasoning(item) and item.get("encrypted_content") and "id" in item:
             item = {k: v for k, v in item.items() if k != "id"}
         out.items.append(item)
     return out
+
+
+def _rendered_between(
+    items: Sequence[Any], found: Mapping[int, Reasoning], provider: str | None
+) -> RenderedInput:
+    """`_rendered_each` with `store` on, which changes none of the client's items: the items
+    between two found ones go in as one slice."""
+    out = RenderedInput(items=[])
+    done = 0
+    for index in sorted(i for i in found if 0 <= i < len(items)):
+        out.items += items[done:index]
+        _put(out, index, items[index], found[index], True, provider)
+        done = index
+    out.items += items[done:]
+    return out
+
+
+def _put(
+    out: RenderedInput,
+    index: int,
+    item: Any,
+    reasoning: Reasoning,
+    store: bool,
+    provider: str | None,
+) -> None:
+    """The items of the record found for anchor `index` (`item`), where they go before it."""
+    parts = encrypted_parts(reasoning)
+    if issued_here(reasoning, provider) and parts:
+        with_id = store and isinstance(item, dict) and bool(item.get("id"))
+        out.items += reasoning_input_items(parts, with_id=with_id)
+        out.restored.append(index)
+    else:
+        out.dropped.append(index)
 
 
 def refused_without(items: Sequence[Any], wanted: Mapping[int, str]) -> bool:
@@ -240,11 +279,12 @@ def decisions(
     wanted: Mapping[int, str],
     stored: Mapping[int, Reasoning],
     left_out: Sequence[int],
+    own: Iterable[int] | None = None,
 ) -> dict[str, str]:
     """Item index -> what happened to its reasoning, in the chat summary's words: `kept` (a
     reasoning item the client sent), `restored`, `dropped_foreign`, `missing` (wanted, nobody
-    had it), `over_budget`."""
-    out = {str(i): "kept" for i in own_reasoning(items)}
+    had it), `over_budget`. `own`: the indices of `own_reasoning(items)`, when known."""
+    out = {str(i): "kept" for i in (own_reasoning(items) if own is None else own)}
     out.update({str(i): "missing" for i in wanted if i not in stored and i not in left_out})
     out.update({str(i): "over_budget" for i in left_out})
     out.update({str(i): "dropped_foreign" for i in rendered.dropped})
