@@ -17,6 +17,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import litellm
+import sec_rewrite_items
 import sec_rewrite_messages
 from common import (
     TOOLS,
@@ -382,6 +383,7 @@ def run(
     litellm.callbacks = [cb]
     try:
         sec_rewrite_messages.add_to(section, cb, sizes, max(min_repeat, 5), budget_seconds)
+        sec_rewrite_items.add_to(section, cb, sizes, max(min_repeat, 5), budget_seconds)
     finally:
         litellm.callbacks = previous
 
