@@ -103,4 +103,5 @@ def turn_marked(items: Sequence[Any]) -> list[int] | None:
 def without_turn(items: Sequence[Any]) -> list[Any]:
     """`turns.without_turn(items)`, with the items that may carry `turn` found in C first
     (`turn_marked`): a long conversation holds none, and each item cost a Python call."""
-    return turns.without_turn(items, turn_marked(items))
+    marked = turn_marked(items)
+    return turns.without_turn(items, marked)

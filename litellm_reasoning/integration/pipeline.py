@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..accelerator import without_turn
+from ..core.turns import without_turn
 from . import blocks_format, chat_format, items_format
 from .calls import details_of, start_attempt, state_in
 from .fallback import let_through
