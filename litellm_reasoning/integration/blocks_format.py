@@ -129,7 +129,8 @@ class BlockMessages:
         system = blocks.system_digest(self.kwargs.get("system"))
         walked = engine.block_digests.walk(scope, cleaned, system)
         digests, message_facts = walked.digests, walked.facts
-        start = current_turn_start(self.sent)  # `turn` read where the client sent it
+        # `turn` read where the client sent it, of the messages that may start a turn
+        start = current_turn_start(self.sent, (blocks.asking(message_facts),))
         compacted = blocks.compaction_index(cleaned, message_facts)
         if compacted is not None:
             start = min(start, compacted)  # the kept turns go back whole, as the current one

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from litellm_reasoning.core import identity
 from litellm_reasoning.core.formats import blocks, items
 from litellm_reasoning.core.policy import TurnPolicy
+from litellm_reasoning.core.turns import current_turn_start, without_turn
 from litellm_reasoning.memo.chain_digests import ChainDigests
 
 SCOPE = "ns=test"
@@ -411,3 +412,28 @@ def test_the_blocks_a_policy_keeps_are_its_rule(
 
 def _no_tokens(record: Any) -> int:
     return 0
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    sent=st.lists(
+        st.one_of(
+            message,
+            st.fixed_dictionaries(
+                {"role": st.just("user")},
+                optional={
+                    "content": st.one_of(text, st.lists(block, max_size=3), equal_but_not_same),
+                    "turn": st.sampled_from([True, False, 0, "false"]),
+                    "type": st.sampled_from(["message", "other"]),
+                },
+            ),
+        ),
+        max_size=8,
+    )
+)
+def test_the_turn_starts_among_the_messages_that_ask(sent: list[Any]) -> None:
+    """Only a message that holds more than tool results (`asking`) can start a turn: asked of
+    those alone, the turn rule finds the start it finds reading every message."""
+    cleaned = without_turn(sent)
+    among = (blocks.asking(blocks.all_facts(cleaned)),)
+    assert current_turn_start(sent, among) == current_turn_start(sent)

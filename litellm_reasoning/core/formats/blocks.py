@@ -24,6 +24,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import compress
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from ..extract import BLOCK_TYPES, _parts_from_blocks
@@ -143,6 +145,16 @@ def with_leading_reasoning(facts: BlockFacts, count: int) -> BlockFacts | None:
 
 _FACTS = tuple.__new__
 """A `BlockFacts` from its fields, in C (the named tuple's own `__new__` is Python code)."""
+
+
+def asking(facts: Sequence[BlockFacts]) -> list[int]:
+    """The indices of the messages that hold more than tool results (`BlockFacts.asks`), in C:
+    every message that may start a turn (`turns.current_turn_start`'s `among`), so a Claude
+    Code session's hundreds of tool results are not each read again for it."""
+    return list(compress(range(len(facts)), map(_ASKS, facts)))
+
+
+_ASKS = attrgetter("asks")
 
 
 def all_facts(messages: Sequence[Any]) -> list[BlockFacts]:
