@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -11,7 +12,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,6 +252,65 @@ def interleaved(arms: dict[str, Callable[[], Any]], repeat: int) -> dict[str, li
             arms[name]()
             out[name].append(time.perf_counter() - start)
     return out
+
+
+Rewrite = Callable[[], Awaitable[tuple[float, list[Any]]]]
+"""One rewrite of a request: (its process CPU seconds, what it sent)."""
+
+REWRITE_COLUMNS = [
+    "restored",
+    "json.dumps (floor)",
+    "rewrite",
+    "ratio",
+    "rewrite, cold",
+    "ratio, cold",
+    "reps",
+]
+"""The columns of a conversation format's table in the rewrite section, after its size."""
+
+
+def rewrite_row(
+    size: str,
+    restored: int,
+    wire: list[Any],
+    warm: Rewrite,
+    cold: Rewrite,
+    budget_seconds: float,
+    min_repeat: int,
+) -> tuple[list[str], float, float]:
+    """A format's table row (`REWRITE_COLUMNS` after `size`) and its warm and cold medians in
+    seconds: `json.dumps(wire)` (the floor), `warm` and `cold` interleaved in process CPU time,
+    the order turned each round, as many rounds as fit in about `budget_seconds`."""
+    start = time.perf_counter()
+    asyncio.run(cold())
+    one = time.perf_counter() - start  # a round: about a cold, a warm (two calls), a dumps
+    repeat = rounds_within(budget_seconds, 3 * one, min_repeat, 500)
+
+    async def measure() -> dict[str, list[float]]:
+        times: dict[str, list[float]] = {"dumps": [], "warm": [], "cold": []}
+        for r in range(repeat):
+            for arm in ("dumps", "warm", "cold")[:: 1 if r % 2 else -1]:
+                if arm == "dumps":
+                    s = time.process_time()
+                    json.dumps(wire)
+                    times[arm].append(time.process_time() - s)
+                else:
+                    times[arm].append((await (warm if arm == "warm" else cold)())[0])
+        return times
+
+    times = asyncio.run(measure())
+    dumps, warm_s, cold_s = (median(times[a]) for a in ("dumps", "warm", "cold"))
+    row = [
+        size,
+        str(restored),
+        fmt_ms(dumps),
+        fmt_ms(warm_s),
+        fmt_ratio(warm_s / dumps),
+        fmt_ms(cold_s),
+        fmt_ratio(cold_s / dumps),
+        str(repeat),
+    ]
+    return row, warm_s, cold_s
 
 
 def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:

@@ -10,7 +10,7 @@ import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from common import Section, fmt_ms, fmt_ratio, median, rounds_within
+from common import REWRITE_COLUMNS, Section, fmt_ms, rewrite_row
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core import identity
@@ -123,54 +123,21 @@ def add_to(
         assert restored == primed, (restored, primed)
         _, warm_wire = asyncio.run(_warm(cb, history))
         assert warm_wire == wire, "the remembered history changed what is sent"
-        start = time.perf_counter()
-        asyncio.run(_cold(cb, history))
-        one = time.perf_counter() - start
-        repeat = rounds_within(budget_seconds, 3 * one, min_repeat, 500)
-
-        async def measure(
-            repeat: int = repeat, wire: list[Any] = wire, history: list[Any] = history
-        ) -> dict[str, list[float]]:
-            times: dict[str, list[float]] = {"dumps": [], "warm": [], "cold": []}
-            for r in range(repeat):
-                for arm in ("dumps", "warm", "cold")[:: 1 if r % 2 else -1]:
-                    if arm == "dumps":
-                        s = CLOCK()
-                        json.dumps(wire)
-                        times[arm].append(CLOCK() - s)
-                    else:
-                        run = _warm if arm == "warm" else _cold
-                        times[arm].append((await run(cb, history))[0])
-            return times
-
-        times = asyncio.run(measure())
-        dumps, warm, cold = (median(times[a]) for a in ("dumps", "warm", "cold"))
-        rows.append(
-            [
-                str(len(history)),
-                str(restored),
-                fmt_ms(dumps),
-                fmt_ms(warm),
-                fmt_ratio(warm / dumps),
-                fmt_ms(cold),
-                fmt_ratio(cold / dumps),
-                str(repeat),
-            ]
+        row, warm, cold = rewrite_row(
+            str(len(history)),
+            restored,
+            wire,
+            lambda history=history: _warm(cb, history),
+            lambda history=history: _cold(cb, history),
+            budget_seconds,
+            min_repeat,
         )
+        rows.append(row)
         print(f"  Responses n={len(history)}: warm {fmt_ms(warm)} cold {fmt_ms(cold)}", flush=True)
     section.lines.append("Responses (Codex):")
     section.lines.append("")
     section.table(
-        [
-            "input items",
-            "restored",
-            "json.dumps (floor)",
-            "rewrite",
-            "ratio",
-            "rewrite, cold",
-            "ratio, cold",
-            "reps",
-        ],
+        ["input items", *REWRITE_COLUMNS],
         rows,
     )
     section.note(

@@ -148,6 +148,38 @@ def test_copy_refuses_what_is_not_plain_data() -> None:
     ]
 
 
+class _Text(str):
+    """A str of another type (equal to its value, not the same data)."""
+
+
+def _changed(messages: list[Any], data: st.DataObject, hows: list[str]) -> list[Any]:
+    """A copy of `messages` with, maybe, one message changed in one of the ways `hows` names:
+    a value, its keys' order, an int made a bool or a float, a zero's sign, its strings made
+    `_Text`, a key dropped or added."""
+    changed = copy.deepcopy(messages)
+    if changed and data.draw(st.booleans(), label="change one message"):
+        at = data.draw(st.integers(0, len(changed) - 1), label="at")
+        how = data.draw(st.sampled_from(hows))
+        target = changed[at]
+        if how == "value":
+            target[data.draw(st.text(max_size=3), label="key")] = data.draw(JSON_VALUES)
+        elif how == "reorder":
+            changed[at] = _reordered(target)
+        elif how == "bool":
+            changed[at] = {k: (True if v == 1 else v) for k, v in target.items()}
+        elif how == "float":
+            changed[at] = {k: (float(v) if type(v) is int else v) for k, v in target.items()}
+        elif how == "zero":
+            changed[at] = {k: (-v if type(v) is float and v == 0 else v) for k, v in target.items()}
+        elif how == "sub":
+            changed[at] = {k: (_Text(v) if type(v) is str else v) for k, v in target.items()}
+        elif how == "drop" and target:
+            del target[next(iter(target))]
+        elif how == "add":
+            target["added"] = data.draw(JSON_VALUES)
+    return changed
+
+
 def _python_equal_prefix(messages: list[Any], copies: list[Any], limit: int) -> int:
     """What `==` says: the index of the first unequal pair, else `limit`."""
     return next((i for i in range(limit) if messages[i] != copies[i]), limit)
@@ -176,23 +208,7 @@ def test_equal_prefix_is_what_equality_says(messages: list[Any], data: st.DataOb
     assert native is not None
     copies = native.copy(messages)
     assert copies is not None
-    changed = copy.deepcopy(messages)
-    if changed and data.draw(st.booleans(), label="change one message"):
-        at = data.draw(st.integers(0, len(changed) - 1), label="at")
-        how = data.draw(st.sampled_from(["value", "reorder", "bool", "float", "drop", "add"]))
-        target = changed[at]
-        if how == "value":
-            target[data.draw(st.text(max_size=3), label="key")] = data.draw(JSON_VALUES)
-        elif how == "reorder":
-            changed[at] = _reordered(target)
-        elif how == "bool":
-            changed[at] = {k: (True if v == 1 else v) for k, v in target.items()}
-        elif how == "float":
-            changed[at] = {k: (float(v) if type(v) is int else v) for k, v in target.items()}
-        elif how == "drop" and target:
-            del target[next(iter(target))]
-        elif how == "add":
-            target["added"] = data.draw(JSON_VALUES)
+    changed = _changed(messages, data, ["value", "reorder", "bool", "float", "drop", "add"])
     limit = data.draw(st.integers(0, len(messages)), label="limit")
     assert native.equal_prefix(changed, copies, limit) == _python_equal_prefix(
         changed, copies, limit
@@ -240,33 +256,9 @@ def test_exact_prefix_is_the_same_plain_data(messages: list[Any], data: st.DataO
     assert native is not None
     copies = native.copy(messages)
     assert copies is not None
-    changed = copy.deepcopy(messages)
-    if changed and data.draw(st.booleans(), label="change one message"):
-        at = data.draw(st.integers(0, len(changed) - 1), label="at")
-        how = data.draw(
-            st.sampled_from(["value", "reorder", "bool", "float", "zero", "sub", "drop", "add"])
-        )
-        target = changed[at]
-        if how == "value":
-            target[data.draw(st.text(max_size=3), label="key")] = data.draw(JSON_VALUES)
-        elif how == "reorder":
-            changed[at] = _reordered(target)
-        elif how == "bool":
-            changed[at] = {k: (True if v == 1 else v) for k, v in target.items()}
-        elif how == "float":
-            changed[at] = {k: (float(v) if type(v) is int else v) for k, v in target.items()}
-        elif how == "zero":
-            changed[at] = {k: (-v if type(v) is float and v == 0 else v) for k, v in target.items()}
-        elif how == "sub":
-
-            class Text(str):
-                pass
-
-            changed[at] = {k: (Text(v) if type(v) is str else v) for k, v in target.items()}
-        elif how == "drop" and target:
-            del target[next(iter(target))]
-        elif how == "add":
-            target["added"] = data.draw(JSON_VALUES)
+    changed = _changed(
+        messages, data, ["value", "reorder", "bool", "float", "zero", "sub", "drop", "add"]
+    )
     limit = data.draw(st.integers(0, len(messages)), label="limit")
     expected = next(
         (i for i in range(min(limit, len(changed))) if not _same_data(changed[i], copies[i])),
@@ -318,10 +310,6 @@ def test_exact_prefix_tells_apart_what_equality_mixes_up() -> None:
     """Each value `==` calls equal to the copy's, and `exact_prefix` does not."""
     native = accelerator.NATIVE
     assert native is not None
-
-    class Text(str):
-        pass
-
     base = {"a": 1, "b": 0.0, "c": "x", "d": [True, None], "e": 10**30, "f": b"y"}
     copies = native.copy([base])
     assert copies is not None
@@ -331,7 +319,7 @@ def test_exact_prefix_tells_apart_what_equality_mixes_up() -> None:
         {**base, "a": 1.0},
         {**base, "b": -0.0},
         {**base, "b": 0},
-        {**base, "c": Text("x")},
+        {**base, "c": _Text("x")},
         {**base, "d": [1, None]},
         {**base, "f": bytearray(b"y")},
         dict(reversed(list(base.items()))),

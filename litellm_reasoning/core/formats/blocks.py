@@ -321,6 +321,14 @@ def keeps(policy: TurnPolicy, index: int, turn_start: int, facts: BlockFacts) ->
     return index > turn_start or policy.keeps_at(index, turn_start, calls_tools=facts.tool_uses)
 
 
+def keep_bounds(policy: TurnPolicy, turn_start: int, count: int) -> tuple[int, bool]:
+    """`keeps` for the messages of a request of `count`, as `(after, tools)`: a message at
+    `index` carries its reasoning when `index > after`, or when `tools` and it has tool uses
+    (`TurnPolicy.keep_bounds`, the current turn always)."""
+    after, tools = policy.keep_bounds(turn_start, count)
+    return min(after, turn_start), tools
+
+
 def wanted(
     scope: str,
     messages: Sequence[Any],
@@ -344,9 +352,7 @@ def wanted(
     reorderable: dict[int, str] = {}
     asked_at = -1  # the last user message before `i` that is not only tool results
     asked_shape = b""
-    # `keeps` as two bounds: kept after `after` (the current turn always), or with tool uses
-    after, tools = policy.keep_bounds(turn_start, len(facts))
-    after = min(after, turn_start)
+    after, tools = keep_bounds(policy, turn_start, len(facts))
     for i, fact in enumerate(facts):
         if fact.asks:
             asked_at, asked_shape = i, b""
@@ -475,8 +481,7 @@ def limit(
     assistant = [i for i, fact in enumerate(facts) if fact.assistant]
     # Blocks beside other content (the blocks alone make a message an empty one without them)
     carrying = [i for i in assistant if 0 < len(facts[i].reasoning_at) < facts[i].blocks]
-    after, tools = policy.keep_bounds(start, len(facts))  # `keeps`, as in `wanted`
-    after = min(after, start)
+    after, tools = keep_bounds(policy, start, len(facts))
     skipped = (
         [i for i in assistant if i <= after and not (tools and facts[i].tool_uses)]
         if after >= 0
