@@ -1360,6 +1360,56 @@ not_str:
     return NULL;
 }
 
+/* ---------------------------------------------------------------- filed_for */
+
+static PyObject *A_CONVERSATION;
+
+PyDoc_STRVAR(filed_for_doc,
+"filed_for(keys, before, found) -> bool\n\n"
+"Whether no record `found` (key -> record) holds under a key of `keys` (message index -> key)\n"
+"is filed for another conversation than its message's: each one's `conversation` is None,\n"
+"`before` (index -> digest) holds None or nothing for its index, or the two are equal (`==`).\n"
+"A key `found` lacks is passed. What `Engine._own_conversations` asks first, in one pass.");
+
+static PyObject *filed_for(PyObject *self, PyObject *args) {
+    PyObject *keys, *before, *found;
+    if (!PyArg_ParseTuple(args, "O!O!O!", &PyDict_Type, &keys, &PyDict_Type, &before,
+                          &PyDict_Type, &found))
+        return NULL;
+    Py_ssize_t position = 0;
+    PyObject *index, *key;
+    while (PyDict_Next(keys, &position, &index, &key)) {
+        PyObject *record = PyDict_GetItemWithError(found, key); /* borrowed */
+        if (record == NULL) {
+            if (PyErr_Occurred()) return NULL;
+            continue; /* not found */
+        }
+        /* Held while asked: an attribute or `==` may run Python code. */
+        Py_INCREF(index);
+        Py_INCREF(record);
+        PyObject *held = PyObject_GetAttr(record, A_CONVERSATION);
+        Py_DECREF(record);
+        if (held == NULL) {
+            Py_DECREF(index);
+            return NULL;
+        }
+        PyObject *conversation = held == Py_None ? NULL : PyDict_GetItemWithError(before, index);
+        Py_DECREF(index);
+        if (conversation == NULL || conversation == Py_None) {
+            Py_DECREF(held);
+            if (PyErr_Occurred()) return NULL;
+            continue; /* filed for no conversation, or the message's is not known */
+        }
+        Py_INCREF(conversation);
+        int same = PyObject_RichCompareBool(held, conversation, Py_EQ);
+        Py_DECREF(conversation);
+        Py_DECREF(held);
+        if (same < 0) return NULL;
+        if (!same) Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
 static PyMethodDef methods[] = {
     {"walk", walk, METH_VARARGS, walk_doc},
     {"keys", keys, METH_VARARGS, keys_doc},
@@ -1371,6 +1421,7 @@ static PyMethodDef methods[] = {
     {"sizes", sizes, METH_VARARGS, sizes_doc},
     {"untrack", untrack_many, METH_VARARGS, untrack_doc},
     {"replay", replay, METH_VARARGS, replay_doc},
+    {"filed_for", filed_for, METH_VARARGS, filed_for_doc},
     {"configure", configure, METH_VARARGS, configure_doc},
     {NULL, NULL, 0, NULL},
 };
@@ -1402,6 +1453,7 @@ PyMODINIT_FUNC PyInit__accel(void) {
     INTERN(A_HOW, "how");
     INTERN(A_EXTRA, "extra");
     INTERN(A_OUTCOME, "outcome");
+    INTERN(A_CONVERSATION, "conversation");
 #undef INTERN
     return m;
 }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, cast
 
 from .core import turns
@@ -71,6 +71,10 @@ class Native(Protocol):
 
     def untrack(self, objects: list[Any], /) -> None: ...
 
+    def filed_for(
+        self, keys: dict[int, str], before: dict[int, str], found: dict[str, Any], /
+    ) -> bool: ...
+
     @property
     def replay(self) -> Replay: ...
 
@@ -105,3 +109,20 @@ def without_turn(items: Sequence[Any]) -> list[Any]:
     (`turn_marked`): a long conversation holds none, and each item cost a Python call."""
     marked = turn_marked(items)
     return turns.without_turn(items, marked)
+
+
+def filed_for(
+    keys: Mapping[int, str], before: Mapping[int, str], found: Mapping[str, Any]
+) -> bool | None:
+    """`_accel.filed_for` (no record found under `keys` filed for another conversation than
+    its message's); None without the accelerator, or where a mapping is not a dict that looks
+    up as one: asked in Python then."""
+    if (
+        NATIVE is None
+        or type(keys) is not dict
+        or type(before) is not dict
+        or not isinstance(found, dict)
+        or type(found).get is not dict.get
+    ):
+        return None
+    return NATIVE.filed_for(keys, before, found)

@@ -247,9 +247,16 @@ def _general(message: Any) -> bytes:
     return _encode(shape).encode()
 
 
+_CHAIN_SEED = hashlib.blake2b(digest_size=16)
+"""Copied for each digest: a copy costs a third less than a new blake2b with its parameters."""
+
+
 def chain(previous: str, shape: bytes) -> str:
     """The digest of a conversation `previous` followed by a message of canonical bytes `shape`."""
-    return hashlib.blake2b(previous.encode() + shape, digest_size=16).hexdigest()
+    digest = _CHAIN_SEED.copy()
+    digest.update(previous.encode())
+    digest.update(shape)
+    return digest.hexdigest()
 
 
 _chain = chain
@@ -436,14 +443,20 @@ def key_makers(
     message from its canonical bytes, its offset and its user message's canonical bytes, and
     the key of any other message from its digest."""
     head, system_bytes, position_head = key_material(scope, system)
-    blake2b = hashlib.blake2b
+    # The fixed heads hashed once; each key continues a copy (the same digest as hashing the
+    # whole material, at two thirds of the cost).
+    tool_call_seed = hashlib.blake2b(head + b"\x00", digest_size=20)
+    position_seed = hashlib.blake2b(position_head, digest_size=20)
 
     def tool_call_key(shape: bytes, offset: int, user: bytes) -> str:
-        material = b"\x00".join((head, shape, str(offset).encode(), system_bytes, user))
-        return blake2b(material, digest_size=20).hexdigest()
+        digest = tool_call_seed.copy()
+        digest.update(b"\x00".join((shape, str(offset).encode(), system_bytes, user)))
+        return digest.hexdigest()
 
     def position_key(digest: str) -> str:
-        return blake2b(position_head + digest.encode(), digest_size=20).hexdigest()
+        key = position_seed.copy()
+        key.update(digest.encode())
+        return key.hexdigest()
 
     return tool_call_key, position_key
 

@@ -9,10 +9,11 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import repeat
+from itertools import compress, repeat
 from operator import attrgetter
 from typing import Any
 
+from .. import accelerator
 from ..core import identity
 from ..core.formats import blocks, items
 from ..core.limits import (
@@ -289,9 +290,19 @@ class Engine:
         other: set[int] = set()
         # Each record's conversation beside the message's, in C: the common case is every
         # record filed for its own conversation (or for none), so nothing is left to look at.
+        filed = accelerator.filed_for(keys, before, found)
+        if filed:  # one pass, in C
+            return
         held_by = list(map(_CONVERSATION_OF, map(found.get, keys.values(), repeat(_NOT_FOUND))))
         befores = list(map(before.get, keys))
-        if held_by == befores:
+        # Without the accelerator: only records filed for a conversation compared (a miss and a
+        # record under a position key hold None; no digest is empty, so `compress` and `filter`
+        # leave out just those).
+        if (
+            filed is None
+            and "" not in held_by
+            and list(compress(befores, held_by)) == list(filter(None, held_by))
+        ):
             return
         for i, key, held, conversation in zip(keys, keys.values(), held_by, befores, strict=True):
             if held is None or conversation is None or held == conversation:

@@ -717,3 +717,48 @@ def test_keep_bounds_say_what_keeps_at_says(policy: TurnPolicy) -> None:
             for calls_tools in (False, True):
                 expected = policy.keeps_at(index, turn_start, calls_tools=calls_tools)
                 assert (index > after or (tools and calls_tools)) is expected
+
+
+_DIGESTS = st.sampled_from(["d1", "d2", "*d1", ""])
+
+
+@needs_native
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(st.integers(0, 8), st.sampled_from("abcde"), max_size=8),
+    st.dictionaries(st.integers(0, 8), st.one_of(st.none(), _DIGESTS), max_size=8),
+    st.dictionaries(st.sampled_from("abcdef"), st.one_of(st.none(), _DIGESTS), max_size=6),
+)
+@example(keys={0: "a", 1: "b"}, before={0: "d1", 1: "d2"}, held={"a": None, "b": "d2"})
+@example(keys={0: "a", 1: "b"}, before={0: "d1", 1: "d2"}, held={"a": None, "b": "d1"})
+def test_filed_for_is_the_loops_common_case(
+    keys: dict[int, str], before: dict[int, str | None], held: dict[str, str | None]
+) -> None:
+    """`_accel.filed_for` answers what the engine's loop over the read would find: no record
+    filed for another conversation than its message's (a miss, a record or a message of no
+    conversation passes), with the digests as strings of any content (the empty one too)."""
+    found = {key: Reasoning(conversation=conversation) for key, conversation in held.items()}
+    expected = all(
+        found[key].conversation is None
+        or before.get(i) is None
+        or found[key].conversation == before.get(i)
+        for i, key in keys.items()
+        if key in found
+    )
+    assert accelerator.filed_for(keys, before, found) is expected  # type: ignore[arg-type]
+
+
+@needs_native
+def test_filed_for_leaves_to_python_what_does_not_look_up_as_a_dict() -> None:
+    """A mapping whose lookups Python code answers is asked in Python (None), and what a
+    record's attribute raises is raised."""
+
+    class Answer(dict[str, Reasoning]):
+        def get(self, key: str, default: Any = None) -> Any:
+            return Reasoning(conversation="other")
+
+    keys, before = {0: "a"}, {0: "d1"}
+    assert accelerator.filed_for(keys, before, Answer(a=Reasoning(conversation="d1"))) is None
+    assert accelerator.filed_for(keys, dict(before).items(), {}) is None  # type: ignore[arg-type]
+    with pytest.raises(AttributeError):
+        accelerator.filed_for(keys, before, {"a": "not a record"})  # type: ignore[dict-item]
