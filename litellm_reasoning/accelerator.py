@@ -4,7 +4,8 @@ many messages in one call, byte for byte what `core.identity` computes (which st
 contract: tests/core/test_accelerator.py compares them), for the prefix cache. `digests` exposes
 its BLAKE2b (the chain's hash) to that test (the stores' decode cache keys records by Python's
 own keyed hash of their bytes, which costs less than any digest). `without_turn` is
-`turns.without_turn` with the items to look at found in C.
+`turns.without_turn` with the items to look at found in C; `filed_for` the engine's check of a
+read's records against their messages' conversations, in one pass.
 
 `NATIVE` is the module, or None: not built, or `LITELLM_REASONING_PURE_PYTHON=1` in the
 environment (the pure-Python path, e.g. to compare). Read once at import."""
