@@ -187,10 +187,10 @@ class History:
                     # `anchor`, its system digest and lookups made once for all
                     at = bisect_left(users, index) - 1
                     user = users[at] if at >= 0 else None
-                    shape, offset, _ = anchor_at(
+                    user_shape, offset, _ = anchor_at(
                         index, user, shapes[user] if user is not None else b"", system
                     )
-                    made[position] = tool_call_key(shapes[index], offset, shape)
+                    made[position] = tool_call_key(shapes[index], offset, user_shape)
                 else:
                     made[position] = position_key(digests[index])
         keys = self.keys
