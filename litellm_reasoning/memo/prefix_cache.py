@@ -24,7 +24,7 @@ import marshal
 import operator
 import threading
 from bisect import bisect_left
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, repeat
@@ -193,9 +193,7 @@ class History:
                     made[position] = tool_call_key(shapes[index], offset, user_shape)
                 else:
                     made[position] = position_key(digests[index])
-        keys = self.keys
-        for index, key in zip(indices, made, strict=True):
-            keys[index] = key
+        deque(map(self.keys.__setitem__, indices, made), maxlen=0)  # kept, in C
         return made  # type: ignore[return-value]  # no None left
 
     def anchor(self, index: int) -> identity.Anchor:
@@ -593,8 +591,7 @@ class PrefixCache:
             history.keys.extend([None] * len(shapes))
             bare = history.bare
             bare.extend([False] * len(shapes))
-            for index in assistant:
-                bare[index] = True
+            deque(map(bare.__setitem__, assistant, repeat(True)), maxlen=0)  # in C
             owns, detailed = history.owns, history.detailed
             for index in to_read:
                 bare[index] = False
