@@ -796,17 +796,21 @@ static PyObject *copy_value(PyObject *v, int depth) {
         return out;
     }
     if (PyDict_CheckExact(v)) {
-        PyObject *out = PyDict_New();
+        /* The table copied whole (leaves shared, keys in their order: a third of the cost of
+           inserting each key), then each container value replaced by its copy: replacing the
+           value of a key leaves the keys as they are, which `PyDict_Next` allows. */
+        PyObject *out = PyDict_Copy(v);
         if (out == NULL) return NULL;
         Py_ssize_t pos = 0;
         PyObject *key, *value;
-        while (PyDict_Next(v, &pos, &key, &value)) {
+        while (PyDict_Next(out, &pos, &key, &value)) {
             /* A shared key is immutable and hashes in C (str caches its hash): no Python code
-               runs while `v` is iterated. */
+               runs while `out` is iterated. */
             if (!shared_leaf(key)) {
                 Py_DECREF(out);
                 return NULL;
             }
+            if (shared_leaf(value)) continue;
             PyObject *copied = copy_value(value, depth + 1);
             if (copied == NULL) {
                 Py_DECREF(out);
