@@ -191,6 +191,18 @@ static int buf_put(buffer *b, const char *s, Py_ssize_t n) {
 
 static int buf_char(buffer *b, char c) { return buf_put(b, &c, 1); }
 
+/* Whether any of the 8 bytes in `x` is below 0x20, `"` or `\` (a byte equal to k is a zero
+ * byte of x ^ k*0x01..01). Exact as to whether there is one: a borrow flags a byte only past a
+ * true one, and a byte >= 0x80 (UTF-8 beyond ASCII) is never flagged by itself. */
+static int may_need_escape(uint64_t x) {
+    const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+    uint64_t quote = x ^ (ones * '"'), backslash = x ^ (ones * '\\');
+    uint64_t below = (x - ones * 0x20) & ~x;
+    quote = (quote - ones) & ~quote;
+    backslash = (backslash - ones) & ~backslash;
+    return ((below | quote | backslash) & highs) != 0;
+}
+
 /* What `json.encoder.encode_basestring` writes for UTF-8 text, without its quotes: escapes for
  * `"`, `\` and control characters below 0x20, everything else as it is (every byte of a
  * multi-byte UTF-8 sequence is >= 0x80, so escaping byte by byte is escaping by character). */
@@ -198,6 +210,14 @@ static int buf_escaped(buffer *b, const char *s, Py_ssize_t n) {
     if (buf_reserve(b, n) < 0) return -1;
     Py_ssize_t start = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
+        /* Eight bytes at a time past text that needs no escape (most of it). */
+        while (i + 8 <= n) {
+            uint64_t word;
+            memcpy(&word, s + i, 8);
+            if (may_need_escape(word)) break;
+            i += 8;
+        }
+        if (i >= n) break;
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\') continue;
         if (buf_put(b, s + start, i - start) < 0) return -1;

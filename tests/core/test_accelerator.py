@@ -762,3 +762,20 @@ def test_filed_for_leaves_to_python_what_does_not_look_up_as_a_dict() -> None:
     assert accelerator.filed_for(keys, dict(before).items(), {}) is None  # type: ignore[arg-type]
     with pytest.raises(AttributeError):
         accelerator.filed_for(keys, before, {"a": "not a record"})  # type: ignore[dict-item]
+
+
+@needs_native
+@pytest.mark.parametrize("special", ['"', "\\", "\n", "\x00", "\x1f", "\u00e9", "\U0001f600", " "])
+def test_text_is_escaped_as_json_wherever_the_character_stands(special: str) -> None:
+    """The canonical bytes of a text that needs an escape (or a character beyond ASCII) at every
+    place of its first three eight-byte words, and twice in a row, are the pure path's (the
+    accelerator scans text eight bytes at a time past what needs no escape)."""
+    texts = [
+        "a" * before + special * times + "b" * after
+        for before in range(25)
+        for times in (1, 2)
+        for after in (0, 1, 7, 8, 9)
+    ]
+    messages = [{"role": "user", "content": text} for text in texts]
+    _, shapes, *_ = accelerator.NATIVE.walk(messages, 0, identity.EMPTY_DIGEST)  # type: ignore[union-attr]
+    assert shapes == [identity.canonical(message) for message in messages]
