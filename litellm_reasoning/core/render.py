@@ -159,8 +159,10 @@ def _missing(
         indices = [i for i in indices if policy.keeps(i, messages[i], turn_start)]
     if owns is None:
         owns = {i: _own(messages[i]) for i in indices}
-    elif type(owns) is list and owns.count(None) == len(owns):
-        return list(indices)  # a client that drops reasoning: no message carries any (in C)
+    elif type(owns) is list and not any(owns):
+        # A client that drops reasoning: no message carries any (in C; a record is never falsy,
+        # and `count(None)` would call each record's `__eq__`).
+        return list(indices)
     if not dialect.prefers_opaque:
         return [i for i in indices if owns[i] is None]
     return [

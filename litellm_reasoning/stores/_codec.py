@@ -213,7 +213,8 @@ class DecodedRecords:
         with self._lock:
             found = list(map(self._entries.get, keys))  # in C
             # An entry answers only bytes of its length (what it was decoded from).
-            whole = None not in found and list(map(_SIZE_OF, found)) == sizes
+            # `all`: a `Decoded` is never falsy (`None in` would call its `__eq__` per entry).
+            whole = all(found) and list(map(_SIZE_OF, found)) == sizes
             if whole:
                 self.hits += len(keys)
         if whole:

@@ -504,3 +504,29 @@ def test_leave_out_keeps_what_goes_one_leading_run() -> None:
         leading_run=True,
     )
     assert (cut.over_budget, cut.leading_run) == ([3], [1])
+
+
+def test_a_record_is_never_falsy_and_plan_tells_an_empty_one_from_none() -> None:
+    """Fast paths find a missing record with `any` / `all` (in C, no `__eq__` per record):
+    a record, even one with no parts, and a decoded store value must stay truthy; and an empty
+    record the client sent is still its own reasoning to the plan, not a missing one."""
+    from litellm_reasoning.stores._codec import _decoded
+
+    assert Reasoning() and _decoded("scope", 0.0, None, 0)
+    messages = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "more"},
+        {"role": "assistant", "content": "b"},
+    ]
+    dialect = get_dialect("openai_chat_required")
+    wanted = plan(
+        messages,
+        dialect,
+        TurnPolicy.ALL_TURNS,
+        [None, Reasoning(), None, None],
+        [1, 3],
+        turn_start=2,
+    )
+    assert wanted == [3]
+    assert plan(messages, dialect, TurnPolicy.ALL_TURNS, [None] * 4, [1, 3], turn_start=2) == [1, 3]
