@@ -313,6 +313,84 @@ def rewrite_row(
     return row, warm_s, cold_s
 
 
+@dataclass
+class HookArms:
+    """A conversation format's rewrite arms, through the deployment hook as LiteLLM calls it
+    for `call_type` (the hook rewrites `kwargs[field]`): `once`, a request of new dicts (as the
+    proxy parses them); `warm`, after the history's previous request (two items shorter);
+    `cold`, with the format's prefix memo (the engine's attribute `memo`) empty."""
+
+    cb: Any
+    kwargs_of: Callable[[list[Any]], dict[str, Any]]
+    call_type: str
+    field: str
+    memo: str
+    empty_memo: Callable[[], Any]
+
+    async def once(self, history: list[Any]) -> tuple[float, list[Any]]:
+        kwargs = self.kwargs_of(json.loads(json.dumps(history)))
+        start = time.process_time()
+        out = await self.cb.async_pre_call_deployment_hook(kwargs, self.call_type)
+        elapsed = time.process_time() - start
+        # No reply follows: the call ends as a failed one would, closing its capture entry.
+        self.cb.log_failure_event(
+            kwargs["litellm_logging_obj"].model_call_details, None, None, None
+        )
+        assert out is not None
+        return elapsed, out[self.field]
+
+    async def warm(self, history: list[Any]) -> tuple[float, list[Any]]:
+        await self.once(history[:-2])
+        return await self.once(history)
+
+    async def cold(self, history: list[Any]) -> tuple[float, list[Any]]:
+        engine = self.cb.engine
+        remembered = getattr(engine, self.memo)
+        setattr(engine, self.memo, self.empty_memo())
+        try:
+            return await self.once(history)
+        finally:
+            setattr(engine, self.memo, remembered)
+
+
+def rewrite_table(
+    section: Section,
+    arms: HookArms,
+    cases: Iterator[tuple[list[Any], int]],
+    names: tuple[str, str, str],
+    budget_seconds: float,
+    min_repeat: int,
+) -> None:
+    """A conversation format's table of the rewrite section: for each `(history, records
+    primed for it)` of `cases` (made as the loop reaches it), a cold and a warm rewrite checked
+    (every primed record restored, the warm request sent as the cold one), then its
+    `rewrite_row`. `names`: the format's name in progress lines, the table's heading, its
+    first column."""
+    label, heading, first_column = names
+    rows = []
+    for history, primed in cases:
+        before = arms.cb.stats["restored"]
+        _, wire = asyncio.run(arms.cold(history))
+        restored = arms.cb.stats["restored"] - before
+        assert restored == primed, (restored, primed)
+        _, warm_wire = asyncio.run(arms.warm(history))
+        assert warm_wire == wire, "the remembered history changed what is sent"
+        row, warm, cold = rewrite_row(
+            str(len(history)),
+            restored,
+            wire,
+            lambda history=history: arms.warm(history),
+            lambda history=history: arms.cold(history),
+            budget_seconds,
+            min_repeat,
+        )
+        rows.append(row)
+        print(f"  {label} n={len(history)}: warm {fmt_ms(warm)} cold {fmt_ms(cold)}", flush=True)
+    section.lines.append(f"{heading}:")
+    section.lines.append("")
+    section.table([first_column, *REWRITE_COLUMNS], rows)
+
+
 def chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
     for start in range(0, len(seq), size):
         yield seq[start : start + size]

@@ -3,14 +3,12 @@ its floor: part of the rewrite section, a table of its own (the input-items form
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from common import REWRITE_COLUMNS, Section, fmt_ms, rewrite_row
+from common import HookArms, Section, rewrite_table
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core import identity
@@ -19,7 +17,6 @@ from litellm_reasoning.core.formats.items import Conversation
 from litellm_reasoning.memo.chain_digests import ChainDigests
 from litellm_reasoning.wire.openai_responses.input_items import records
 
-CLOCK = time.process_time
 MODEL = "openai/gpt-5"
 """A reasoning model of the Responses API: every reasoning item the client dropped is looked
 up and put back before its function call (encrypted content, `store` on)."""
@@ -80,31 +77,6 @@ def prime(cb: ReasoningCallback, history: list[Any], replies: list[list[Any]]) -
     return len(stored)
 
 
-async def _once(cb: ReasoningCallback, history: list[Any]) -> tuple[float, list[Any]]:
-    kwargs = hook_kwargs(json.loads(json.dumps(history)))  # new dicts, as the proxy parses
-    start = CLOCK()
-    out = await cb.async_pre_call_deployment_hook(kwargs, "aresponses")
-    elapsed = CLOCK() - start
-    cb.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
-    assert out is not None
-    return elapsed, out["input"]
-
-
-async def _warm(cb: ReasoningCallback, history: list[Any]) -> tuple[float, list[Any]]:
-    await _once(cb, history[:-2])
-    return await _once(cb, history)
-
-
-async def _cold(cb: ReasoningCallback, history: list[Any]) -> tuple[float, list[Any]]:
-    engine = cb.engine
-    remembered = engine.item_digests
-    engine.item_digests = ChainDigests(items.next_digest, identity.EMPTY_DIGEST)
-    try:
-        return await _once(cb, history)
-    finally:
-        engine.item_digests = remembered
-
-
 def add_to(
     section: Section,
     cb: ReasoningCallback,
@@ -113,32 +85,24 @@ def add_to(
     budget_seconds: float,
 ) -> None:
     """The Responses table of the rewrite section, by `cb` (registered with LiteLLM)."""
-    rows = []
-    for n in sizes:
-        history, replies = codex_history(n)
-        primed = prime(cb, history, replies)
-        before = cb.stats["restored"]
-        _, wire = asyncio.run(_cold(cb, history))
-        restored = cb.stats["restored"] - before
-        assert restored == primed, (restored, primed)
-        _, warm_wire = asyncio.run(_warm(cb, history))
-        assert warm_wire == wire, "the remembered history changed what is sent"
-        row, warm, cold = rewrite_row(
-            str(len(history)),
-            restored,
-            wire,
-            lambda history=history: _warm(cb, history),
-            lambda history=history: _cold(cb, history),
-            budget_seconds,
-            min_repeat,
-        )
-        rows.append(row)
-        print(f"  Responses n={len(history)}: warm {fmt_ms(warm)} cold {fmt_ms(cold)}", flush=True)
-    section.lines.append("Responses (Codex):")
-    section.lines.append("")
-    section.table(
-        ["input items", *REWRITE_COLUMNS],
-        rows,
+    arms = HookArms(
+        cb,
+        hook_kwargs,
+        "aresponses",
+        "input",
+        "item_digests",
+        lambda: ChainDigests(items.next_digest, identity.EMPTY_DIGEST),
+    )
+    cases = (
+        (history, prime(cb, history, replies)) for history, replies in map(codex_history, sizes)
+    )
+    rewrite_table(
+        section,
+        arms,
+        cases,
+        ("Responses", "Responses (Codex)", "input items"),
+        budget_seconds,
+        min_repeat,
     )
     section.note(
         f"Responses: a Codex-like tool loop ({MODEL}: every reasoning item the client dropped "

@@ -3,14 +3,11 @@ part of the rewrite section, a table of its own (the block-messages format's flo
 
 from __future__ import annotations
 
-import asyncio
-import json
-import time
 import uuid
 from types import SimpleNamespace
 from typing import Any
 
-from common import REWRITE_COLUMNS, Section, fmt_ms, rewrite_row
+from common import HookArms, Section, rewrite_table
 
 from litellm_reasoning import ReasoningCallback
 from litellm_reasoning.core.formats import blocks
@@ -19,7 +16,6 @@ from litellm_reasoning.core.turns import current_turn_start
 from litellm_reasoning.memo.chain_digests import ChainDigests
 from litellm_reasoning.wire.anthropic.messages import record_of_reply
 
-CLOCK = time.process_time
 MODEL = "claude-opus-4-5"
 """Claude Opus 4.5 keeps its thinking on every turn (policy all_turns): every assistant message
 of the history is looked up and restored (the heaviest rule of this format)."""
@@ -121,31 +117,6 @@ def prime(cb: ReasoningCallback, messages: list[Any], thinking: dict[int, Any]) 
     return len(records)
 
 
-async def _once(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
-    kwargs = hook_kwargs(json.loads(json.dumps(messages)))  # new dicts, as the proxy parses
-    start = CLOCK()
-    out = await cb.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
-    elapsed = CLOCK() - start
-    cb.log_failure_event(kwargs["litellm_logging_obj"].model_call_details, None, None, None)
-    assert out is not None
-    return elapsed, out["messages"]
-
-
-async def _warm(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
-    await _once(cb, messages[:-2])
-    return await _once(cb, messages)
-
-
-async def _cold(cb: ReasoningCallback, messages: list[Any]) -> tuple[float, list[Any]]:
-    engine = cb.engine
-    remembered = engine.block_digests
-    engine.block_digests = ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of)
-    try:
-        return await _once(cb, messages)
-    finally:
-        engine.block_digests = remembered
-
-
 def add_to(
     section: Section,
     cb: ReasoningCallback,
@@ -156,35 +127,20 @@ def add_to(
     """The `/v1/messages` table of the rewrite section, by `cb` (registered with LiteLLM): at
     least `min_repeat` rounds per size, more while they fit in about `budget_seconds` (a fixed
     7 rounds had left the medians of the small sizes at the mercy of one slow round)."""
-    rows = []
-    for n in sizes:
-        messages, thinking = claude_code_history(n)
-        primed = prime(cb, messages, thinking)
-        before = cb.stats["restored"]
-        _, wire = asyncio.run(_cold(cb, messages))
-        restored = cb.stats["restored"] - before
-        assert restored == primed, (restored, primed)
-        _, warm_wire = asyncio.run(_warm(cb, messages))
-        assert warm_wire == wire, "the remembered history changed what is sent"
-        row, warm, cold = rewrite_row(
-            str(len(messages)),
-            restored,
-            wire,
-            lambda messages=messages: _warm(cb, messages),
-            lambda messages=messages: _cold(cb, messages),
-            budget_seconds,
-            min_repeat,
-        )
-        rows.append(row)
-        print(
-            f"  /v1/messages n={len(messages)}: warm {fmt_ms(warm)} cold {fmt_ms(cold)}", flush=True
-        )
-    section.lines.append("`/v1/messages` (Claude Code):")
-    section.lines.append("")
-    section.table(
-        ["messages", *REWRITE_COLUMNS],
-        rows,
+    arms = HookArms(
+        cb,
+        hook_kwargs,
+        "anthropic_messages",
+        "messages",
+        "block_digests",
+        lambda: ChainDigests(blocks.next_digest, blocks.EMPTY, blocks.facts_of),
     )
+    cases = (
+        (messages, prime(cb, messages, thinking))
+        for messages, thinking in map(claude_code_history, sizes)
+    )
+    names = ("/v1/messages", "`/v1/messages` (Claude Code)", "messages")
+    rewrite_table(section, arms, cases, names, budget_seconds, min_repeat)
     section.note(
         f"`/v1/messages`: a Claude Code-like session ({MODEL}: policy all_turns, every "
         "assistant message's signed thinking block dropped by the client and restored from the "

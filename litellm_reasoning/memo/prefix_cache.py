@@ -175,22 +175,12 @@ class History:
         )
         if None in made:  # all of them without the accelerator; the shapes it leaves to Python
             tool_call_key, position_key = identity.key_makers(self.scope, system)
-            has_tool_call_ids, anchor_at, users = (
-                identity.has_tool_call_ids,
-                identity.anchor_at,
-                self.users,
-            )
             for position, index in enumerate(indices):
                 if made[position] is not None:
                     continue
-                if has_tool_call_ids(messages[index]):
-                    # `anchor`, its system digest and lookups made once for all
-                    at = bisect_left(users, index) - 1
-                    user = users[at] if at >= 0 else None
-                    user_shape, offset, _ = anchor_at(
-                        index, user, shapes[user] if user is not None else b"", system
-                    )
-                    made[position] = tool_call_key(shapes[index], offset, user_shape)
+                if identity.has_tool_call_ids(messages[index]):
+                    user, offset, _ = self.anchor(index)
+                    made[position] = tool_call_key(shapes[index], offset, user)
                 else:
                     made[position] = position_key(digests[index])
         deque(map(self.keys.__setitem__, indices, made), maxlen=0)  # kept, in C
