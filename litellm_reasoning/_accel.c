@@ -816,9 +816,9 @@ static PyObject *copy_value(PyObject *v, int depth) {
         return out;
     }
     if (PyDict_CheckExact(v)) {
-        /* The table copied whole (leaves shared, keys in their order: a third of the cost of
-           inserting each key), then each container value replaced by its copy: replacing the
-           value of a key leaves the keys as they are, which `PyDict_Next` allows. */
+        /* The table copied whole (leaves shared, keys in their order: cheaper than inserting
+           each key), then each container value replaced by its copy: replacing the value of a
+           key leaves the keys as they are, which `PyDict_Next` allows. */
         PyObject *out = PyDict_Copy(v);
         if (out == NULL) return NULL;
         Py_ssize_t pos = 0;
